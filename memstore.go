@@ -1,0 +1,261 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// MemoryStore is the default Store: an ordered in-memory B-tree guarded by a
+// read/write mutex. It is safe for concurrent use and its Atomicity is
+// unbounded: any valid batch applies all-or-nothing.
+//
+// Apply copies every key and value it stores, and stored slices are never
+// modified afterwards. Get and GetMany return copies the caller owns. Scan
+// yields the stored slices themselves, without copying: the loop body must
+// not modify them.
+type MemoryStore struct {
+	mu   sync.RWMutex
+	tree *btree.BTreeG[memItem] // nil once closed
+}
+
+// memItem is one stored pair; key and value share one allocation.
+type memItem struct{ key, value []byte }
+
+func memLess(a, b memItem) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+const (
+	memDegree = 32 // B-tree degree
+	memChunk  = 64 // most entries Scan collects under one read lock
+)
+
+var (
+	_ Store = (*MemoryStore)(nil)
+
+	errMemClosed = fmt.Errorf("memory store: %w", ErrClosed)
+)
+
+// NewMemoryStore returns a new, empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{tree: btree.NewG(memDegree, memLess)}
+}
+
+func memCtxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory store: %w", err)
+	}
+	return nil
+}
+
+// Get returns a copy of the value stored under key, or an error wrapping
+// ErrNotFound.
+func (m *MemoryStore) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := memCtxErr(ctx); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	if m.tree == nil {
+		m.mu.RUnlock()
+		return nil, errMemClosed
+	}
+	it, ok := m.tree.Get(memItem{key: key})
+	m.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("memory store: key %q: %w", key, ErrNotFound)
+	}
+	return bytes.Clone(it.value), nil // stored values are never nil, so neither is the clone
+}
+
+// GetMany returns copies of the values stored under keys, in the order of
+// keys, with nil for each absent key. It reads all keys under one read lock,
+// so the values are consistent with each other.
+func (m *MemoryStore) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if err := memCtxErr(ctx); err != nil {
+		return nil, err
+	}
+	vals := make([][]byte, len(keys))
+	n := 0
+	m.mu.RLock()
+	if m.tree == nil {
+		m.mu.RUnlock()
+		return nil, errMemClosed
+	}
+	for i, k := range keys {
+		if it, ok := m.tree.Get(memItem{key: k}); ok {
+			vals[i] = it.value
+			n += len(it.value)
+		}
+	}
+	m.mu.RUnlock()
+	// Stored slices are immutable, so copying after the unlock is safe; one
+	// buffer holds every copy.
+	buf := make([]byte, 0, n)
+	for i, v := range vals {
+		if v != nil {
+			start := len(buf)
+			buf = append(buf, v...)
+			vals[i] = buf[start:len(buf):len(buf)]
+		}
+	}
+	return vals, nil
+}
+
+// Scan yields the entries of r. It collects up to 64 entries at a time
+// under the read lock and yields them with the lock released, so the loop
+// body may read and write the store; each chunk resumes after the last key
+// yielded. The yielded slices are the store's own and must not be modified.
+func (m *MemoryStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		var chunk []memItem
+		after, left := r.After, r.Limit
+		for {
+			if err := memCtxErr(ctx); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			n := memChunk
+			if r.Limit > 0 && left < n {
+				n = left
+			}
+			if chunk == nil {
+				chunk = make([]memItem, 0, n)
+			}
+			var err error
+			if chunk, err = m.scanChunk(r, after, chunk[:0], n); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			for _, it := range chunk {
+				if !yield(Entry{Key: it.key, Value: it.value}, nil) {
+					return
+				}
+			}
+			left -= len(chunk)
+			if len(chunk) < n || (r.Limit > 0 && left == 0) {
+				return
+			}
+			after = chunk[len(chunk)-1].key
+		}
+	}
+}
+
+// scanChunk appends to dst up to n entries of r that come strictly after
+// after in scan order (from the start of r when after is nil).
+func (m *MemoryStore) scanChunk(r ScanRange, after []byte, dst []memItem, n int) ([]memItem, error) {
+	// The walk starts at pivot, skipping a key equal to it when skip is set,
+	// and stops at stop (exclusive both ways: End going up, below Start going
+	// down).
+	var pivot, stop []byte
+	skip := false
+	if r.Reverse {
+		pivot, stop = r.End, r.Start
+		if after != nil && (pivot == nil || bytes.Compare(after, pivot) < 0) {
+			pivot = after
+		}
+		skip = pivot != nil
+	} else {
+		pivot, stop = r.Start, r.End
+		if after != nil && (pivot == nil || bytes.Compare(after, pivot) >= 0) {
+			pivot, skip = after, true
+		}
+	}
+	visit := func(it memItem) bool {
+		if skip {
+			skip = false
+			if bytes.Equal(it.key, pivot) {
+				return true
+			}
+		}
+		if stop != nil {
+			c := bytes.Compare(it.key, stop)
+			if (!r.Reverse && c >= 0) || (r.Reverse && c < 0) {
+				return false
+			}
+		}
+		dst = append(dst, it)
+		return len(dst) < n
+	}
+
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	switch {
+	case m.tree == nil:
+		return dst, errMemClosed
+	case r.Reverse && pivot == nil:
+		m.tree.Descend(visit)
+	case r.Reverse:
+		m.tree.DescendLessOrEqual(memItem{key: pivot}, visit)
+	case pivot == nil:
+		m.tree.Ascend(visit)
+	default:
+		m.tree.AscendGreaterOrEqual(memItem{key: pivot}, visit)
+	}
+	return dst, nil
+}
+
+// Apply applies b atomically. Under the write lock it checks every
+// expectation before writing anything; a failed expectation returns an error
+// wrapping ErrConflict that names the key, and nothing is applied.
+func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
+	if err := memCtxErr(ctx); err != nil {
+		return err
+	}
+	if err := CheckBatch(b); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tree == nil {
+		return errMemClosed
+	}
+	for _, op := range b.ops {
+		switch op.Kind {
+		case OpExpectValue:
+			if it, ok := m.tree.Get(memItem{key: op.Key}); !ok || !bytes.Equal(it.value, op.Value) {
+				return fmt.Errorf("memory store: key %q does not hold the expected value: %w", op.Key, ErrConflict)
+			}
+		case OpExpectAbsent:
+			if m.tree.Has(memItem{key: op.Key}) {
+				return fmt.Errorf("memory store: key %q is present: %w", op.Key, ErrConflict)
+			}
+		}
+	}
+	for _, op := range b.ops {
+		switch op.Kind {
+		case OpPut:
+			buf := make([]byte, len(op.Key)+len(op.Value))
+			n := copy(buf, op.Key)
+			copy(buf[n:], op.Value)
+			m.tree.ReplaceOrInsert(memItem{key: buf[:n:n], value: buf[n:]})
+		case OpDelete:
+			m.tree.Delete(memItem{key: op.Key})
+		}
+	}
+	return nil
+}
+
+// Atomicity returns the zero Atomicity: any batch applies atomically.
+func (m *MemoryStore) Atomicity() Atomicity { return Atomicity{} }
+
+// Close drops the stored data. Later calls return ErrClosed; a second Close
+// returns nil.
+func (m *MemoryStore) Close() error {
+	m.mu.Lock()
+	m.tree = nil
+	m.mu.Unlock()
+	return nil
+}
+
+// Len returns the number of stored keys; 0 once closed.
+func (m *MemoryStore) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.tree == nil {
+		return 0
+	}
+	return m.tree.Len()
+}

@@ -1,0 +1,253 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// Store is the ordered key/value store beneath every table, in the spirit of
+// database/sql/driver: tables and their index tables are written to a Store
+// as plain byte keys, and a backend implements only this narrow interface.
+//
+// Keys are arbitrary byte strings (the empty key included) ordered by
+// bytes.Compare. Implementations must be safe for concurrent use, must copy
+// any key or value they keep, and must honour ctx on every call: a call made
+// with a done context returns an error that wraps ctx.Err(). After Close
+// every call returns an error that wraps ErrClosed.
+//
+// Package storetest holds the conformance suite every Store must pass.
+type Store interface {
+	// Get returns the value stored under key, or an error wrapping
+	// ErrNotFound. A present empty value is returned as a non-nil empty slice.
+	Get(ctx context.Context, key []byte) ([]byte, error)
+
+	// GetMany looks up several keys in one call and returns their values in
+	// the order of keys, with nil for each key that is absent.
+	GetMany(ctx context.Context, keys [][]byte) ([][]byte, error)
+
+	// Scan yields the entries of r in key order (descending when r.Reverse).
+	// An entry's Key and Value are valid only until the loop body returns;
+	// copy them to keep them. The loop body may call the store, writes
+	// included. A scan is not a snapshot, but every yielded entry is a value
+	// that was stored under its key. An error is yielded once, as the last
+	// pair.
+	Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, error]
+
+	// Apply applies every operation of b, or none of them. A failed
+	// expectation makes Apply return an error wrapping ErrConflict; a batch
+	// that Atomicity does not allow, or that writes one key twice, returns an
+	// error wrapping ErrInvalidBatch. Apply does not keep b.
+	Apply(ctx context.Context, b *Batch) error
+
+	// Atomicity says which batches Apply can make atomic.
+	Atomicity() Atomicity
+
+	// Close releases the store. Calls after Close return ErrClosed; a second
+	// Close returns nil.
+	Close() error
+}
+
+// Store errors. Implementations wrap them with what was wrong.
+var (
+	// ErrNotFound reports that a key, or a record, does not exist.
+	ErrNotFound = errors.New("indextable: not found")
+	// ErrClosed reports a call on a closed Store or table.
+	ErrClosed = errors.New("indextable: closed")
+	// ErrConflict reports a failed expectation: a value changed since it was
+	// read, so the write was not applied.
+	ErrConflict = errors.New("indextable: conflict")
+	// ErrInvalidBatch reports a batch that the store cannot apply atomically
+	// or that touches one key twice.
+	ErrInvalidBatch = errors.New("indextable: invalid batch")
+)
+
+// Entry is one key/value pair yielded by Store.Scan.
+type Entry struct {
+	Key, Value []byte
+}
+
+// ScanRange selects the keys of a scan: Start <= key < End, in ascending
+// order, or descending when Reverse is set.
+type ScanRange struct {
+	// Start is the inclusive lower bound; nil scans from the first key.
+	Start []byte
+	// End is the exclusive upper bound; nil scans to the last key.
+	End []byte
+	// Reverse scans from the highest key down.
+	Reverse bool
+	// Limit stops the scan after that many entries; 0 means no limit.
+	Limit int
+	// After resumes a scan: when non-nil, only keys strictly after it in scan
+	// order are yielded (strictly below it when Reverse).
+	After []byte
+}
+
+// Contains reports whether key lies within r's bounds and after r.After.
+func (r ScanRange) Contains(key []byte) bool {
+	if r.Start != nil && bytes.Compare(key, r.Start) < 0 {
+		return false
+	}
+	if r.End != nil && bytes.Compare(key, r.End) >= 0 {
+		return false
+	}
+	if r.After != nil {
+		c := bytes.Compare(key, r.After)
+		if (!r.Reverse && c <= 0) || (r.Reverse && c >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// OpKind is the kind of one batch operation.
+type OpKind uint8
+
+// Batch operation kinds.
+const (
+	// OpPut stores Value under Key.
+	OpPut OpKind = iota + 1
+	// OpDelete removes Key; deleting an absent key is not an error.
+	OpDelete
+	// OpExpectValue requires Key to hold exactly Value when the batch applies.
+	OpExpectValue
+	// OpExpectAbsent requires Key to be absent when the batch applies.
+	OpExpectAbsent
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	case OpExpectValue:
+		return "expect-value"
+	case OpExpectAbsent:
+		return "expect-absent"
+	}
+	return fmt.Sprintf("OpKind(%d)", uint8(k))
+}
+
+// Op is one operation of a Batch.
+type Op struct {
+	Kind  OpKind
+	Key   []byte
+	Value []byte
+}
+
+// IsWrite reports whether the operation changes the store.
+func (o Op) IsWrite() bool { return o.Kind == OpPut || o.Kind == OpDelete }
+
+// Batch is an ordered list of writes and expectations that a Store applies
+// atomically. Expectations are checked before any write, so an expectation
+// and a write may name the same key (compare-and-set); no key may be written
+// twice. A Batch does not copy keys or values: leave them unmodified until
+// Apply returns.
+type Batch struct {
+	ops []Op
+}
+
+// Put adds a write of value under key.
+func (b *Batch) Put(key, value []byte) { b.ops = append(b.ops, Op{OpPut, key, value}) }
+
+// Delete adds the removal of key.
+func (b *Batch) Delete(key []byte) { b.ops = append(b.ops, Op{Kind: OpDelete, Key: key}) }
+
+// ExpectValue adds the condition that key holds exactly value.
+func (b *Batch) ExpectValue(key, value []byte) {
+	b.ops = append(b.ops, Op{OpExpectValue, key, value})
+}
+
+// ExpectAbsent adds the condition that key is absent.
+func (b *Batch) ExpectAbsent(key []byte) { b.ops = append(b.ops, Op{Kind: OpExpectAbsent, Key: key}) }
+
+// Ops returns the operations in the order they were added. The slice is the
+// batch's own; do not modify it.
+func (b *Batch) Ops() []Op { return b.ops }
+
+// Len returns the number of operations.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Reset empties the batch for reuse.
+func (b *Batch) Reset() { b.ops = b.ops[:0] }
+
+// Atomicity describes the atomicity scope of a Store: which batches its
+// Apply can make all-or-nothing. The zero value means any batch of any size
+// (an embedded store such as the in-memory one or Pebble). A store whose
+// transactions are bounded, such as Azure Table storage's entity group
+// transactions (one partition, at most 100 operations, 4 MiB), fills in the
+// bounds, and the index manager plans its writes with Allows.
+type Atomicity struct {
+	// Partition, when set, maps a key to its partition; only operations
+	// whose keys share one partition can be applied together.
+	Partition func(key []byte) []byte
+	// MaxOps is the most operations in one batch; 0 means no bound.
+	MaxOps int
+	// MaxBytes is the most key and value bytes in one batch; 0 means no
+	// bound.
+	MaxBytes int
+}
+
+// Allows returns nil when a store with this scope can apply b atomically,
+// or an error wrapping ErrInvalidBatch that says why not.
+func (a Atomicity) Allows(b *Batch) error {
+	if a.MaxOps > 0 && len(b.ops) > a.MaxOps {
+		return fmt.Errorf("%w: %d operations, atomicity scope allows %d", ErrInvalidBatch, len(b.ops), a.MaxOps)
+	}
+	if a.MaxBytes > 0 {
+		n := 0
+		for _, op := range b.ops {
+			n += len(op.Key) + len(op.Value)
+		}
+		if n > a.MaxBytes {
+			return fmt.Errorf("%w: %d bytes, atomicity scope allows %d", ErrInvalidBatch, n, a.MaxBytes)
+		}
+	}
+	if a.Partition != nil && len(b.ops) > 1 {
+		first := a.Partition(b.ops[0].Key)
+		for _, op := range b.ops[1:] {
+			if p := a.Partition(op.Key); !bytes.Equal(p, first) {
+				return fmt.Errorf("%w: keys in partitions %q and %q, atomicity scope is one partition", ErrInvalidBatch, first, p)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckBatch validates b for any Store: it reports an error wrapping
+// ErrInvalidBatch for an unknown operation kind or a key written twice.
+// Stores call it at the start of Apply.
+func CheckBatch(b *Batch) error {
+	var seen map[string]struct{}
+	if len(b.ops) > 8 {
+		seen = make(map[string]struct{}, len(b.ops))
+	}
+	for i, op := range b.ops {
+		switch op.Kind {
+		case OpPut, OpDelete:
+		case OpExpectValue, OpExpectAbsent:
+			continue
+		default:
+			return fmt.Errorf("%w: operation %d has unknown kind %v", ErrInvalidBatch, i, op.Kind)
+		}
+		dup := false
+		if seen != nil {
+			_, dup = seen[string(op.Key)]
+			seen[string(op.Key)] = struct{}{}
+		} else {
+			for _, prev := range b.ops[:i] {
+				if prev.IsWrite() && bytes.Equal(prev.Key, op.Key) {
+					dup = true
+					break
+				}
+			}
+		}
+		if dup {
+			return fmt.Errorf("%w: key %q written twice", ErrInvalidBatch, op.Key)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,954 @@
+// Package storetest implements a conformance suite for implementations of
+// indextable.Store, in the manner of testing/fstest.
+//
+// A backend's tests call TestStore with a function that opens a new, empty
+// store:
+//
+//	func TestPebbleStore(t *testing.T) {
+//		storetest.TestStore(t, func(t *testing.T) indextable.Store {
+//			s, err := pebblestore.Open(t.TempDir())
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// Each check is a subtest run on its own store, so `go test -run
+// 'TestPebbleStore/Batch'` selects a group. The suite is deterministic, and
+// it respects the store's Atomicity: multi-key batches use keys of one
+// partition, and a check whose batch the scope cannot hold is skipped.
+// A store that deadlocks fails the suite after a timeout instead of hanging.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/indextable/indextable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStore runs the conformance suite against stores made by newStore; each
+// subtest gets a new, empty store and the suite closes it.
+func TestStore(t *testing.T, newStore func(t *testing.T) indextable.Store) {
+	for _, tc := range suite {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			t.Cleanup(func() { within(t, "Close", s.Close) })
+			tc.run(t, s)
+		})
+	}
+}
+
+var suite = []struct {
+	name string
+	run  func(*testing.T, indextable.Store)
+}{
+	{"GetPutDelete", testGetPutDelete},
+	{"EmptyValue", testEmptyValue},
+	{"EmptyKey", testEmptyKey},
+	{"Order", testOrder},
+	{"Bounds", testBounds},
+	{"RandomRanges", testRandomRanges},
+	{"Resume", testResume},
+	{"StopEarly", testStopEarly},
+	{"BatchPutDelete", testBatchPutDelete},
+	{"BatchDuplicateKey", testBatchDuplicateKey},
+	{"BatchUnknownKind", testBatchUnknownKind},
+	{"BatchExpectValue", testBatchExpectValue},
+	{"BatchExpectAbsent", testBatchExpectAbsent},
+	{"BatchCompareAndSet", testBatchCompareAndSet},
+	{"BatchConflictAppliesNothing", testBatchConflictAppliesNothing},
+	{"BatchEmpty", testBatchEmpty},
+	{"ConcurrentCompareAndSet", testConcurrentCompareAndSet},
+	{"ConcurrentWritesAndScans", testConcurrentWritesAndScans},
+	{"ScanBodyWrites", testScanBodyWrites},
+	{"Context", testContext},
+	{"Closed", testClosed},
+	{"NoAliasing", testNoAliasing},
+	{"Atomicity", testAtomicity},
+}
+
+// timeout bounds every step that a deadlocked store would never finish.
+const timeout = 10 * time.Second
+
+var bg = context.Background()
+
+// within runs fn on its own goroutine and fails t if fn returns an error or
+// has not returned within timeout. fn must not call t.FailNow (or require).
+func within(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, what)
+	case <-time.After(timeout):
+		require.FailNowf(t, "store deadlocked", "%s did not return within %v", what, timeout)
+	}
+}
+
+// kv is a scanned entry, as strings for readable comparisons.
+type kv struct{ Key, Value string }
+
+// bs returns s as a non-nil byte slice ("" is the empty key, not a nil bound).
+func bs(s string) []byte { return append([]byte{}, s...) }
+
+// val is the value bulk-filled keys are stored with.
+func val(key []byte) []byte { return append([]byte("v:"), key...) }
+
+func put(t *testing.T, s indextable.Store, key, value []byte) {
+	t.Helper()
+	var b indextable.Batch
+	b.Put(key, value)
+	require.NoError(t, s.Apply(bg, &b))
+}
+
+func del(t *testing.T, s indextable.Store, key []byte) {
+	t.Helper()
+	var b indextable.Batch
+	b.Delete(key)
+	require.NoError(t, s.Apply(bg, &b))
+}
+
+func get(t *testing.T, s indextable.Store, key []byte) []byte {
+	t.Helper()
+	v, err := s.Get(bg, key)
+	require.NoError(t, err, "Get %q", key)
+	return v
+}
+
+func requireValue(t *testing.T, s indextable.Store, key []byte, want string) {
+	t.Helper()
+	require.Equal(t, want, string(get(t, s, key)), "value of %q", key)
+}
+
+func requireAbsent(t *testing.T, s indextable.Store, keys ...[]byte) {
+	t.Helper()
+	for _, k := range keys {
+		_, err := s.Get(bg, k)
+		require.ErrorIs(t, err, indextable.ErrNotFound, "Get %q", k)
+	}
+}
+
+func apply(t *testing.T, s indextable.Store, b *indextable.Batch) {
+	t.Helper()
+	require.NoError(t, s.Apply(bg, b))
+}
+
+// requireAllowed skips t when s's atomicity scope cannot hold b.
+func requireAllowed(t *testing.T, s indextable.Store, b *indextable.Batch) {
+	t.Helper()
+	if err := s.Atomicity().Allows(b); err != nil {
+		t.Skipf("the store's atomicity scope does not allow the batch: %v", err)
+	}
+}
+
+func unbounded(a indextable.Atomicity) bool {
+	return a.Partition == nil && a.MaxOps == 0 && a.MaxBytes == 0
+}
+
+// batchSize returns want, or less when s's scope allows fewer operations.
+func batchSize(s indextable.Store, want int) int {
+	if m := s.Atomicity().MaxOps; m > 0 && m < want {
+		return m
+	}
+	return want
+}
+
+// scopeKeys returns n ascending keys starting with prefix that lie in one
+// partition of s's atomicity scope, so one batch may write them together.
+func scopeKeys(t *testing.T, s indextable.Store, prefix string, n int) [][]byte {
+	t.Helper()
+	part := s.Atomicity().Partition
+	groups := map[string][][]byte{}
+	for i := range 64 * n {
+		k := fmt.Appendf(nil, "%s%06d", prefix, i)
+		p := ""
+		if part != nil {
+			p = string(part(k))
+		}
+		groups[p] = append(groups[p], k)
+		if len(groups[p]) == n {
+			return groups[p]
+		}
+	}
+	t.Skipf("found no %d keys with prefix %q in one partition", n, prefix)
+	return nil
+}
+
+// putAll stores val(k) under every key, in as few batches as the store's
+// atomicity scope allows.
+func putAll(t *testing.T, s indextable.Store, keys [][]byte) {
+	t.Helper()
+	a := s.Atomicity()
+	batchOf := func(keys [][]byte) *indextable.Batch {
+		var b indextable.Batch
+		for _, k := range keys {
+			b.Put(k, val(k))
+		}
+		return &b
+	}
+	if unbounded(a) {
+		apply(t, s, batchOf(keys))
+		return
+	}
+	start := 0
+	for i := range keys {
+		if i > start && a.Allows(batchOf(keys[start:i+1])) != nil {
+			apply(t, s, batchOf(keys[start:i]))
+			start = i
+		}
+	}
+	apply(t, s, batchOf(keys[start:]))
+}
+
+// scan returns copies of the entries of r, failing t on an error.
+func scan(t *testing.T, s indextable.Store, r indextable.ScanRange) []kv {
+	t.Helper()
+	got := []kv{}
+	for e, err := range s.Scan(bg, r) {
+		require.NoError(t, err, "scan %s", fmtRange(r))
+		got = append(got, kv{string(e.Key), string(e.Value)})
+	}
+	return got
+}
+
+// reference returns the entries of r among keys, each holding val(key),
+// computed with ScanRange.Contains; sorted must be in ascending order.
+func reference(sorted [][]byte, r indextable.ScanRange) []kv {
+	want := []kv{}
+	for i := range sorted {
+		k := sorted[i]
+		if r.Reverse {
+			k = sorted[len(sorted)-1-i]
+		}
+		if r.Limit > 0 && len(want) == r.Limit {
+			break
+		}
+		if r.Contains(k) {
+			want = append(want, kv{string(k), string(val(k))})
+		}
+	}
+	return want
+}
+
+func q(b []byte) string {
+	if b == nil {
+		return "nil"
+	}
+	return strconv.Quote(string(b))
+}
+
+func fmtRange(r indextable.ScanRange) string {
+	return fmt.Sprintf("{Start:%s End:%s Reverse:%v Limit:%d After:%s}", q(r.Start), q(r.End), r.Reverse, r.Limit, q(r.After))
+}
+
+// randKeys returns n distinct random keys of up to maxLen bytes drawn from
+// alphabet, sorted.
+func randKeys(rng *rand.Rand, n int, alphabet []byte, maxLen int) [][]byte {
+	seen := map[string]bool{}
+	keys := make([][]byte, 0, n)
+	for len(keys) < n {
+		k := randKey(rng, alphabet, maxLen)
+		if !seen[string(k)] {
+			seen[string(k)] = true
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	return keys
+}
+
+func randKey(rng *rand.Rand, alphabet []byte, maxLen int) []byte {
+	k := make([]byte, rng.IntN(maxLen+1))
+	for i := range k {
+		k[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return k
+}
+
+func testGetPutDelete(t *testing.T, s indextable.Store) {
+	a, b, c := bs("a"), bs("b"), bs("c")
+	requireAbsent(t, s, a)
+	put(t, s, a, bs("1"))
+	requireValue(t, s, a, "1")
+	put(t, s, a, bs("2"))
+	requireValue(t, s, a, "2")
+	put(t, s, b, bs("3"))
+	del(t, s, a)
+	requireAbsent(t, s, a)
+	requireValue(t, s, b, "3")
+	del(t, s, a) // deleting an absent key is not an error
+
+	vals, err := s.GetMany(bg, [][]byte{b, a, b, c})
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{bs("3"), nil, bs("3"), nil}, vals)
+	vals, err = s.GetMany(bg, nil)
+	require.NoError(t, err)
+	require.Empty(t, vals)
+}
+
+func testEmptyValue(t *testing.T, s indextable.Store) {
+	e, n, absent := bs("empty"), bs("nil"), bs("absent")
+	put(t, s, e, []byte{})
+	put(t, s, n, nil) // a nil value stores an empty value too
+	for _, k := range [][]byte{e, n} {
+		v := get(t, s, k)
+		require.NotNil(t, v, "Get %q: a present empty value must be non-nil", k)
+		require.Empty(t, v)
+	}
+	requireAbsent(t, s, absent)
+
+	vals, err := s.GetMany(bg, [][]byte{e, absent, n})
+	require.NoError(t, err)
+	require.Len(t, vals, 3)
+	require.NotNil(t, vals[0], "GetMany: a present empty value must be non-nil")
+	require.Empty(t, vals[0])
+	require.Nil(t, vals[1], "GetMany: an absent key must give nil")
+	require.NotNil(t, vals[2], "GetMany: a present empty value must be non-nil")
+	require.Empty(t, vals[2])
+
+	require.Equal(t, []kv{{"empty", ""}, {"nil", ""}}, scan(t, s, indextable.ScanRange{}))
+}
+
+func testEmptyKey(t *testing.T, s indextable.Store) {
+	empty := []byte{}
+	put(t, s, empty, bs("e"))
+	put(t, s, bs("\x00"), bs("z"))
+	put(t, s, bs("a"), bs("a"))
+	requireValue(t, s, empty, "e")
+	requireValue(t, s, nil, "e") // nil and empty name the same key
+
+	all := []kv{{"", "e"}, {"\x00", "z"}, {"a", "a"}}
+	require.Equal(t, all, scan(t, s, indextable.ScanRange{}))
+	require.Equal(t, []kv{all[2], all[1], all[0]}, scan(t, s, indextable.ScanRange{Reverse: true}))
+	require.Equal(t, all, scan(t, s, indextable.ScanRange{Start: empty}))
+	require.Empty(t, scan(t, s, indextable.ScanRange{End: empty}))
+	require.Empty(t, scan(t, s, indextable.ScanRange{End: empty, Reverse: true}))
+	require.Equal(t, all[1:], scan(t, s, indextable.ScanRange{After: empty}))
+	require.Empty(t, scan(t, s, indextable.ScanRange{After: empty, Reverse: true}))
+	require.Equal(t, []kv{all[0]}, scan(t, s, indextable.ScanRange{After: bs("\x00"), Reverse: true}))
+
+	del(t, s, empty)
+	requireAbsent(t, s, empty)
+	require.Equal(t, all[1:], scan(t, s, indextable.ScanRange{}))
+}
+
+func testOrder(t *testing.T, s indextable.Store) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	keys := randKeys(rng, 300, []byte{0x00, 0x01, 'a', 0x7f, 0x80, 0xfe, 0xff}, 6)
+	// Add keys that are prefixes and extensions of one another.
+	seen := map[string]bool{}
+	for _, k := range keys {
+		seen[string(k)] = true
+	}
+	for _, k := range keys[:50] {
+		for _, x := range [][]byte{k[:len(k)/2], append(bytes.Clone(k), 0x00), append(bytes.Clone(k), 0xff)} {
+			if !seen[string(x)] {
+				seen[string(x)] = true
+				keys = append(keys, x)
+			}
+		}
+	}
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	putAll(t, s, keys)
+
+	slices.SortFunc(keys, bytes.Compare)
+	require.Equal(t, reference(keys, indextable.ScanRange{}), scan(t, s, indextable.ScanRange{}))
+	require.Equal(t, reference(keys, indextable.ScanRange{Reverse: true}), scan(t, s, indextable.ScanRange{Reverse: true}))
+
+	vals, err := s.GetMany(bg, keys)
+	require.NoError(t, err)
+	for i, k := range keys {
+		require.Equal(t, val(k), vals[i], "GetMany %q", k)
+	}
+}
+
+func testBounds(t *testing.T, s indextable.Store) {
+	keys := [][]byte{bs("a"), bs("b"), bs("c"), bs("d")}
+	putAll(t, s, keys)
+	for _, tc := range []struct {
+		name string
+		r    indextable.ScanRange
+		want string // the keys, concatenated
+	}{
+		{"all", indextable.ScanRange{}, "abcd"},
+		{"start inclusive", indextable.ScanRange{Start: bs("b")}, "bcd"},
+		{"end exclusive", indextable.ScanRange{End: bs("c")}, "ab"},
+		{"start and end", indextable.ScanRange{Start: bs("b"), End: bs("d")}, "bc"},
+		{"absent bounds", indextable.ScanRange{Start: bs("bb"), End: bs("cc")}, "c"},
+		{"start equals end", indextable.ScanRange{Start: bs("b"), End: bs("b")}, ""},
+		{"start after end", indextable.ScanRange{Start: bs("d"), End: bs("b")}, ""},
+		{"bounds past the keys", indextable.ScanRange{Start: bs("e")}, ""},
+		{"limit", indextable.ScanRange{Limit: 2}, "ab"},
+		{"after", indextable.ScanRange{After: bs("b")}, "cd"},
+		{"after before start", indextable.ScanRange{Start: bs("c"), After: bs("a")}, "cd"},
+		{"after at end", indextable.ScanRange{End: bs("c"), After: bs("c")}, ""},
+		{"reverse", indextable.ScanRange{Reverse: true}, "dcba"},
+		{"reverse start and end", indextable.ScanRange{Start: bs("b"), End: bs("d"), Reverse: true}, "cb"},
+		{"reverse start equals end", indextable.ScanRange{Start: bs("b"), End: bs("b"), Reverse: true}, ""},
+		{"reverse start after end", indextable.ScanRange{Start: bs("d"), End: bs("b"), Reverse: true}, ""},
+		{"reverse limit", indextable.ScanRange{Limit: 2, Reverse: true}, "dc"},
+		{"reverse after", indextable.ScanRange{After: bs("c"), Reverse: true}, "ba"},
+		{"reverse after past end", indextable.ScanRange{End: bs("c"), After: bs("d"), Reverse: true}, "ba"},
+	} {
+		var got string
+		for _, e := range scan(t, s, tc.r) {
+			got += e.Key
+		}
+		assert.Equal(t, tc.want, got, "%s: scan %s", tc.name, fmtRange(tc.r))
+	}
+}
+
+func testRandomRanges(t *testing.T, s indextable.Store) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	// A small alphabet makes random bounds hit stored keys often.
+	alphabet := []byte{0x00, 'a', 'b', 0xff}
+	keys := randKeys(rng, 150, alphabet, 4)
+	putAll(t, s, keys)
+	bound := func(nilPct int) []byte {
+		switch p := rng.IntN(100); {
+		case p < nilPct:
+			return nil
+		case p < nilPct+(100-nilPct)/2:
+			return keys[rng.IntN(len(keys))]
+		default:
+			return randKey(rng, alphabet, 4)
+		}
+	}
+	for range 400 {
+		r := indextable.ScanRange{Start: bound(25), End: bound(25), Reverse: rng.IntN(2) == 0, After: bound(40)}
+		if rng.IntN(2) == 0 {
+			r.Limit = 1 + rng.IntN(20)
+		}
+		require.Equal(t, reference(keys, r), scan(t, s, r), "scan %s", fmtRange(r))
+	}
+}
+
+func testResume(t *testing.T, s indextable.Store) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	keys := randKeys(rng, 200, []byte{0x00, 'a', 'b', 'c', 0xff}, 5)
+	putAll(t, s, keys)
+	for _, r := range []indextable.ScanRange{{}, {Start: bs("a")}, {End: bs("b")}, {Start: bs("a\x00"), End: bs("c")}} {
+		for _, reverse := range []bool{false, true} {
+			for _, limit := range []int{1, 3, 7, 64, 65, 500} {
+				r.Reverse, r.Limit, r.After = reverse, limit, nil
+				want := reference(keys, indextable.ScanRange{Start: r.Start, End: r.End, Reverse: reverse})
+				got := []kv{}
+				for pages := 0; ; pages++ {
+					require.LessOrEqual(t, pages, len(keys)+1, "paging %s does not end", fmtRange(r))
+					page := scan(t, s, r)
+					require.LessOrEqual(t, len(page), limit, "scan %s", fmtRange(r))
+					got = append(got, page...)
+					if len(page) < limit {
+						break
+					}
+					r.After = bs(page[len(page)-1].Key)
+				}
+				require.Equal(t, want, got, "paging %s", fmtRange(r))
+			}
+		}
+	}
+}
+
+func testStopEarly(t *testing.T, s indextable.Store) {
+	keys := scopeKeys(t, s, "k", 200)
+	putAll(t, s, keys)
+	for _, reverse := range []bool{false, true} {
+		for _, stop := range []int{1, 3, 64, 65} {
+			n := 0
+			for _, err := range s.Scan(bg, indextable.ScanRange{Reverse: reverse}) {
+				require.NoError(t, err)
+				if n++; n == stop {
+					break
+				}
+			}
+			require.Equal(t, stop, n)
+			within(t, "a write after a stopped scan", func() error {
+				var b indextable.Batch
+				b.Put(bs("x"), bs("x"))
+				return s.Apply(bg, &b)
+			})
+			requireValue(t, s, bs("x"), "x")
+			require.Len(t, scan(t, s, indextable.ScanRange{Reverse: reverse}), len(keys)+1)
+		}
+	}
+}
+
+func testBatchPutDelete(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "b", 4)
+	put(t, s, k[0], bs("0"))
+	put(t, s, k[1], bs("1"))
+	var b indextable.Batch
+	b.Put(k[2], bs("2"))
+	b.Delete(k[0])
+	b.Put(k[1], bs("1'"))
+	b.Delete(k[3]) // absent
+	requireAllowed(t, s, &b)
+	apply(t, s, &b)
+	requireAbsent(t, s, k[0], k[3])
+	requireValue(t, s, k[1], "1'")
+	requireValue(t, s, k[2], "2")
+}
+
+func testBatchDuplicateKey(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "d", batchSize(s, 12))
+	put(t, s, k[0], bs("old"))
+	var b indextable.Batch
+	b.Put(k[1], bs("new"))
+	b.Put(k[0], bs("new"))
+	b.Put(k[1], bs("again"))
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key put twice")
+
+	b.Reset()
+	b.Put(k[0], bs("new"))
+	b.Delete(k[0])
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key put and deleted")
+
+	b.Reset()
+	for _, key := range k[1:] {
+		b.Put(key, bs("new"))
+	}
+	b.Delete(k[1])
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key written twice in a batch of %d", b.Len())
+
+	requireValue(t, s, k[0], "old")
+	requireAbsent(t, s, k[1:]...)
+}
+
+func testBatchUnknownKind(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "u", 2)
+	for _, kind := range []indextable.OpKind{0, 200} {
+		var b indextable.Batch
+		b.Put(k[0], bs("v"))
+		b.Put(k[1], bs("v"))
+		b.Ops()[1].Kind = kind // the only way to build an invalid operation
+		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "kind %v", kind)
+		requireAbsent(t, s, k...)
+	}
+}
+
+func testBatchExpectValue(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "e", 4)
+	have, empty, absent, out := k[0], k[1], k[2], k[3]
+	put(t, s, have, bs("value"))
+	put(t, s, empty, []byte{})
+	for _, tc := range []struct {
+		key, value []byte
+		ok         bool
+	}{
+		{have, bs("value"), true},
+		{have, bs("other"), false},
+		{have, bs("valu"), false},
+		{have, nil, false},
+		{empty, []byte{}, true},
+		{empty, nil, true},
+		{empty, bs("x"), false},
+		{absent, []byte{}, false},
+		{absent, nil, false},
+	} {
+		var b indextable.Batch
+		b.ExpectValue(tc.key, tc.value)
+		b.Put(out, tc.value)
+		requireAllowed(t, s, &b)
+		err := s.Apply(bg, &b)
+		if tc.ok {
+			require.NoError(t, err, "expect %q = %s", tc.key, q(tc.value))
+			requireValue(t, s, out, string(tc.value))
+			del(t, s, out)
+		} else {
+			require.ErrorIs(t, err, indextable.ErrConflict, "expect %q = %s", tc.key, q(tc.value))
+			requireAbsent(t, s, out)
+		}
+	}
+	requireValue(t, s, have, "value")
+	requireValue(t, s, empty, "")
+	requireAbsent(t, s, absent)
+}
+
+func testBatchExpectAbsent(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "a", 3)
+	present, absent, out := k[0], k[1], k[2]
+	put(t, s, present, bs("p"))
+
+	var b indextable.Batch
+	b.ExpectAbsent(present)
+	b.Put(out, bs("x"))
+	requireAllowed(t, s, &b)
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict)
+	requireAbsent(t, s, out)
+
+	b.Reset()
+	b.ExpectAbsent(absent)
+	b.Put(out, bs("x"))
+	apply(t, s, &b)
+	requireValue(t, s, out, "x")
+
+	// Insert if absent: succeeds once.
+	b.Reset()
+	b.ExpectAbsent(absent)
+	b.Put(absent, bs("1"))
+	apply(t, s, &b)
+	b.Reset()
+	b.ExpectAbsent(absent)
+	b.Put(absent, bs("2"))
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict)
+	requireValue(t, s, absent, "1")
+}
+
+func testBatchCompareAndSet(t *testing.T, s indextable.Store) {
+	key := bs("cas")
+	put(t, s, key, bs("1"))
+	var b indextable.Batch
+	b.ExpectValue(key, bs("1"))
+	b.Put(key, bs("2"))
+	requireAllowed(t, s, &b)
+	apply(t, s, &b)
+	requireValue(t, s, key, "2")
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict, "the same compare-and-set again")
+	requireValue(t, s, key, "2")
+
+	b.Reset()
+	b.ExpectValue(key, bs("2"))
+	b.Delete(key)
+	apply(t, s, &b)
+	requireAbsent(t, s, key)
+}
+
+func testBatchConflictAppliesNothing(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "c", batchSize(s, 50))
+	guard, rest := k[0], k[1:]
+	put(t, s, guard, bs("g"))
+	for _, expect := range []func(*indextable.Batch){
+		func(b *indextable.Batch) { b.ExpectValue(guard, bs("not g")) },
+		func(b *indextable.Batch) { b.ExpectAbsent(guard) },
+	} {
+		var b indextable.Batch
+		for _, key := range rest[:len(rest)-1] {
+			b.Put(key, bs("v"))
+		}
+		b.Delete(guard)
+		expect(&b) // the failing expectation comes last
+		requireAllowed(t, s, &b)
+		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict)
+		requireValue(t, s, guard, "g")
+		requireAbsent(t, s, rest...)
+		require.Equal(t, []kv{{string(guard), "g"}}, scan(t, s, indextable.ScanRange{}))
+	}
+}
+
+func testBatchEmpty(t *testing.T, s indextable.Store) {
+	apply(t, s, &indextable.Batch{})
+	put(t, s, bs("k"), bs("v"))
+	var b indextable.Batch
+	b.ExpectValue(bs("k"), bs("v"))
+	b.ExpectAbsent(bs("k2"))
+	requireAllowed(t, s, &b)
+	apply(t, s, &b) // expectations only
+	require.Equal(t, []kv{{"k", "v"}}, scan(t, s, indextable.ScanRange{}))
+}
+
+func testConcurrentCompareAndSet(t *testing.T, s indextable.Store) {
+	const workers, increments = 4, 25
+	key := bs("counter")
+	put(t, s, key, bs("0"))
+	within(t, "concurrent compare-and-set", func() error {
+		errc := make(chan error, workers)
+		for range workers {
+			go func() {
+				errc <- func() error {
+					for i := 0; i < increments; {
+						v, err := s.Get(bg, key)
+						if err != nil {
+							return err
+						}
+						n, err := strconv.Atoi(string(v))
+						if err != nil {
+							return err
+						}
+						var b indextable.Batch
+						b.ExpectValue(key, v)
+						b.Put(key, strconv.AppendInt(nil, int64(n+1), 10))
+						switch err := s.Apply(bg, &b); {
+						case errors.Is(err, indextable.ErrConflict): // lost the race: retry
+						case err != nil:
+							return err
+						default:
+							i++
+						}
+					}
+					return nil
+				}()
+			}()
+		}
+		for range workers {
+			if err := <-errc; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	requireValue(t, s, key, strconv.Itoa(workers*increments))
+}
+
+// sealed returns a value that encodes key, n and a checksum of both.
+func sealed(key []byte, n uint64) []byte {
+	v := binary.BigEndian.AppendUint64(bytes.Clone(key), n)
+	return binary.BigEndian.AppendUint32(v, crc32.ChecksumIEEE(v))
+}
+
+// checkSealed reports whether value is a sealed value of key.
+func checkSealed(key, value []byte) error {
+	if len(value) != len(key)+12 || !bytes.HasPrefix(value, key) ||
+		binary.BigEndian.Uint32(value[len(key)+8:]) != crc32.ChecksumIEEE(value[:len(key)+8]) {
+		return fmt.Errorf("torn entry: key %q holds %q", key, value)
+	}
+	return nil
+}
+
+func testConcurrentWritesAndScans(t *testing.T, s indextable.Store) {
+	const writers, scanners, scans = 2, 2, 300
+	keys := scopeKeys(t, s, "w", 40)
+	for _, k := range keys {
+		put(t, s, k, sealed(k, 0))
+	}
+	size := batchSize(s, 8)
+	within(t, "concurrent writes and scans", func() error {
+		var stop atomic.Bool // set when the scanners are done
+		errc := make(chan error, writers+scanners)
+		for w := range writers {
+			go func() {
+				rng := rand.New(rand.NewPCG(4, uint64(w)))
+				errc <- func() error {
+					for n := uint64(w) << 32; !stop.Load(); n++ {
+						var b indextable.Batch
+						for _, i := range rng.Perm(len(keys))[:size] {
+							if rng.IntN(4) == 0 {
+								b.Delete(keys[i])
+							} else {
+								b.Put(keys[i], sealed(keys[i], n))
+							}
+						}
+						if err := s.Apply(bg, &b); err != nil {
+							return err
+						}
+					}
+					return nil
+				}()
+			}()
+		}
+		for i := range scanners {
+			reverse := i%2 == 1
+			go func() {
+				errc <- func() error {
+					var prev []byte
+					for range scans {
+						first := true
+						for e, err := range s.Scan(bg, indextable.ScanRange{Reverse: reverse}) {
+							if err != nil {
+								return err
+							}
+							if err := checkSealed(e.Key, e.Value); err != nil {
+								return err
+							}
+							if c := bytes.Compare(e.Key, prev); !first && (c == 0 || (c < 0) != reverse) {
+								return fmt.Errorf("scan (reverse %v) yielded %q after %q", reverse, e.Key, prev)
+							}
+							prev, first = append(prev[:0], e.Key...), false
+						}
+					}
+					return nil
+				}()
+			}()
+		}
+		var first error
+		for range writers + scanners {
+			if err := <-errc; err != nil && first == nil {
+				first = err
+			}
+			stop.Store(true) // the first to finish (a scanner, or a failure) stops the writers
+		}
+		return first
+	})
+}
+
+func testScanBodyWrites(t *testing.T, s indextable.Store) {
+	for _, prefix := range []string{"f", "r"} {
+		reverse := prefix == "r"
+		keys := scopeKeys(t, s, prefix, 150)
+		putAll(t, s, keys)
+		r := indextable.ScanRange{Start: bs(prefix), End: bs(prefix + "\xff"), Reverse: reverse}
+		var got []kv
+		within(t, "a scan whose loop body writes", func() error {
+			i := 0
+			for e, err := range s.Scan(bg, r) {
+				if err != nil {
+					return err
+				}
+				got = append(got, kv{string(e.Key), string(e.Value)})
+				// Write outside the range, and to the key just yielded.
+				key := bytes.Clone(e.Key)
+				var b indextable.Batch
+				b.Put(append([]byte("z"), key...), bs("copy"))
+				if err := s.Apply(bg, &b); err != nil {
+					return err
+				}
+				b.Reset()
+				if i%2 == 0 {
+					b.Delete(key)
+				} else {
+					b.Put(key, bs("changed"))
+				}
+				if err := s.Apply(bg, &b); err != nil {
+					return err
+				}
+				if _, err := s.Get(bg, key); i%2 == 0 && !errors.Is(err, indextable.ErrNotFound) {
+					return fmt.Errorf("Get %q after its delete: %v", key, err)
+				}
+				i++
+			}
+			return nil
+		})
+		want := reference(keys, r)
+		require.Equal(t, want, got)
+		for i, e := range want {
+			requireValue(t, s, bs("z"+e.Key), "copy")
+			if i%2 == 0 {
+				requireAbsent(t, s, bs(e.Key))
+			} else {
+				requireValue(t, s, bs(e.Key), "changed")
+			}
+		}
+	}
+}
+
+func testContext(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "x", 2)
+	key, other := k[0], k[1]
+	put(t, s, key, bs("v"))
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+
+	_, err := s.Get(ctx, key)
+	require.ErrorIs(t, err, context.Canceled, "Get")
+	_, err = s.GetMany(ctx, [][]byte{key})
+	require.ErrorIs(t, err, context.Canceled, "GetMany")
+	var b indextable.Batch
+	b.Put(other, bs("v"))
+	b.Delete(key)
+	require.ErrorIs(t, s.Apply(ctx, &b), context.Canceled, "Apply")
+	requireAbsent(t, s, other)
+	requireValue(t, s, key, "v")
+	requireScanError(t, s.Scan(ctx, indextable.ScanRange{}), context.Canceled)
+
+	expired, cancel := context.WithDeadline(bg, time.Unix(0, 0))
+	defer cancel()
+	_, err = s.Get(expired, key)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Get")
+}
+
+// requireScanError checks that seq yields no entries and then exactly one
+// error, wrapping target.
+func requireScanError(t *testing.T, seq iter.Seq2[indextable.Entry, error], target error) {
+	t.Helper()
+	var errs []error
+	for e, err := range seq {
+		if err == nil {
+			require.Failf(t, "scan yielded an entry", "key %q", e.Key)
+		}
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1, "scan errors")
+	require.ErrorIs(t, errs[0], target)
+}
+
+func testClosed(t *testing.T, s indextable.Store) {
+	key := bs("k")
+	put(t, s, key, bs("v"))
+	require.NoError(t, s.Close())
+
+	_, err := s.Get(bg, key)
+	require.ErrorIs(t, err, indextable.ErrClosed, "Get")
+	_, err = s.GetMany(bg, [][]byte{key})
+	require.ErrorIs(t, err, indextable.ErrClosed, "GetMany")
+	var b indextable.Batch
+	b.Put(key, bs("w"))
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrClosed, "Apply")
+	requireScanError(t, s.Scan(bg, indextable.ScanRange{}), indextable.ErrClosed)
+	require.NoError(t, s.Close(), "second Close")
+}
+
+func testNoAliasing(t *testing.T, s indextable.Store) {
+	key, value := bs("key"), bs("value")
+	var b indextable.Batch
+	b.Put(key, value)
+	apply(t, s, &b)
+	key[0], value[0] = 'X', 'X'
+	requireValue(t, s, bs("key"), "value")
+	requireAbsent(t, s, key)
+	require.Equal(t, []kv{{"key", "value"}}, scan(t, s, indextable.ScanRange{}))
+}
+
+func testAtomicity(t *testing.T, s indextable.Store) {
+	a := s.Atomicity()
+	if unbounded(a) {
+		t.Skip("the store's atomicity scope is unbounded")
+	}
+	if a.MaxOps > 0 {
+		keys := scopeKeys(t, s, "m", a.MaxOps+1)
+		var b indextable.Batch
+		for _, k := range keys {
+			b.Put(k, bs("v"))
+		}
+		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "%d operations, MaxOps %d", b.Len(), a.MaxOps)
+		requireAbsent(t, s, keys...)
+
+		b.Reset()
+		for _, k := range keys[:a.MaxOps] {
+			b.Put(k, bs("v"))
+		}
+		if a.Allows(&b) == nil {
+			apply(t, s, &b)
+			requireValue(t, s, keys[0], "v")
+		}
+	}
+	if a.Partition != nil {
+		byPart := map[string][]byte{}
+		for i := range 1000 {
+			k := fmt.Appendf(nil, "%02x/p%06d", i%256, i)
+			byPart[string(a.Partition(k))] = k
+			if len(byPart) == 2 {
+				break
+			}
+		}
+		require.Len(t, byPart, 2, "found no keys in two partitions")
+		var b indextable.Batch
+		var keys [][]byte
+		for _, k := range byPart {
+			b.Put(k, bs("v"))
+			keys = append(keys, k)
+		}
+		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "keys in two partitions")
+		requireAbsent(t, s, keys...)
+	}
+	if a.MaxBytes > 0 {
+		var b indextable.Batch
+		b.Put(bs("big"), make([]byte, a.MaxBytes))
+		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a batch over MaxBytes %d", a.MaxBytes)
+		requireAbsent(t, s, bs("big"))
+	}
+}
