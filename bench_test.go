@@ -1,0 +1,265 @@
+package indextable_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/btree"
+
+	it "github.com/indextable/indextable"
+)
+
+// The benchmarks load benchRecords customers into a table with two indexes,
+// a composite (Town, LastName) and a LastName index, both of one strategy,
+// and time the operations of the Index Table pattern against the floor: the
+// same workload kept by hand in google/btree trees. Compare within one run:
+//
+//	go test -run='^$' -bench=. -benchmem .
+const (
+	benchRecords  = 100_000
+	benchTowns    = 100  // 1,000 customers a town: a 100-record prefix range
+	benchSurnames = 1000 // 100 customers a surname, one in each town
+)
+
+// Customer is the record of the benchmarks and examples.
+type Customer struct {
+	ID        string
+	FirstName string
+	LastName  string
+	Town      string
+	Email     string
+	Phone     string
+}
+
+func benchCustomer(i int) Customer {
+	return Customer{
+		ID:        fmt.Sprintf("C%07d", i),
+		FirstName: fmt.Sprintf("First%d", i%500),
+		LastName:  fmt.Sprintf("Surname%04d", (i/benchTowns)%benchSurnames),
+		Town:      fmt.Sprintf("Town%03d", i%benchTowns),
+		Email:     fmt.Sprintf("c%d@example.com", i),
+		Phone:     fmt.Sprintf("555-%07d", i),
+	}
+}
+
+var strategies = []struct {
+	name string
+	s    it.Strategy
+	proj []string
+}{
+	{"full-copy", it.FullCopy, nil},
+	{"keys-only", it.KeysOnly, nil},
+	{"partial", it.Partial, []string{"FirstName"}},
+}
+
+func openBenchTable(b *testing.B, s it.Strategy, proj []string, codec it.Codec) *it.Table[Customer] {
+	b.Helper()
+	tbl, err := it.Open(context.Background(), it.NewMemoryStore(), it.Schema[Customer]{
+		Name:       "customers",
+		PrimaryKey: []string{"ID"},
+		Codec:      codec,
+		Indexes: []it.Index[Customer]{
+			{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: s, Projection: proj},
+			{Name: "lastname", Fields: []string{"LastName"}, Strategy: s, Projection: proj},
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range benchRecords {
+		if _, err := tbl.Insert(context.Background(), benchCustomer(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return tbl
+}
+
+var codecs = []struct {
+	name  string
+	codec func() it.Codec
+}{
+	{"binary", func() it.Codec { return &it.BinaryCodec{} }},
+	{"json", func() it.Codec { return it.JSONCodec{} }},
+}
+
+func BenchmarkTable(b *testing.B) {
+	for _, c := range codecs {
+		for _, st := range strategies {
+			b.Run(c.name+"/"+st.name, func(b *testing.B) {
+				benchTable(b, openBenchTable(b, st.s, st.proj, c.codec()), st.s)
+			})
+		}
+	}
+}
+
+func benchTable(b *testing.B, tbl *it.Table[Customer], strategy it.Strategy) {
+	ctx := context.Background()
+	next := benchRecords
+	b.Run("insert", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			next++
+			if _, err := tbl.Insert(ctx, benchCustomer(next)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("update-moving-key", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			c := benchCustomer(i % benchRecords)
+			c.Town = fmt.Sprintf("Town%03d", (i/benchRecords+1+i)%benchTowns)
+			if _, err := tbl.Upsert(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("lookup", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for i := range b.N {
+			c := benchCustomer(i % benchRecords)
+			for _, err := range tbl.Find(ctx, it.Query{Index: "town_lastname", Eq: it.Tuple{c.Town, c.LastName}}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		}
+		b.ReportMetric(float64(n)/float64(b.N), "records/op")
+	})
+	b.Run("range100", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			n := 0
+			q := it.Query{Index: "town_lastname", Eq: it.Tuple{fmt.Sprintf("Town%03d", i%benchTowns)}, Limit: 100}
+			for _, err := range tbl.Find(ctx, q) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			if n != 100 {
+				b.Fatalf("range read %d records", n)
+			}
+		}
+	})
+	if strategy == it.Partial {
+		b.Run("range100-covered", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := range b.N {
+				q := it.Query{Index: "town_lastname", Eq: it.Tuple{fmt.Sprintf("Town%03d", i%benchTowns)}, Limit: 100, Covered: true}
+				for _, err := range tbl.Find(ctx, q) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+	b.Run("get", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if _, err := tbl.Get(ctx, fmt.Sprintf("C%07d", i%benchRecords)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// floor keeps the same table and indexes by hand: a primary B-tree of
+// records and two secondary B-trees of keys pointing at the records.
+type floor struct {
+	primary  *btree.BTreeG[*Customer]
+	townName *btree.BTreeG[*Customer] // ordered by Town, LastName, ID
+	lastName *btree.BTreeG[*Customer] // ordered by LastName, ID
+}
+
+func newFloor() *floor {
+	return &floor{
+		primary: btree.NewG(32, func(a, b *Customer) bool { return a.ID < b.ID }),
+		townName: btree.NewG(32, func(a, b *Customer) bool {
+			return cmp.Or(cmp.Compare(a.Town, b.Town), cmp.Compare(a.LastName, b.LastName), cmp.Compare(a.ID, b.ID)) < 0
+		}),
+		lastName: btree.NewG(32, func(a, b *Customer) bool {
+			return cmp.Or(cmp.Compare(a.LastName, b.LastName), cmp.Compare(a.ID, b.ID)) < 0
+		}),
+	}
+}
+
+func (f *floor) upsert(c Customer) {
+	rec := &c
+	if old, ok := f.primary.ReplaceOrInsert(rec); ok {
+		f.townName.Delete(old)
+		f.lastName.Delete(old)
+	}
+	f.townName.ReplaceOrInsert(rec)
+	f.lastName.ReplaceOrInsert(rec)
+}
+
+func BenchmarkFloor(b *testing.B) {
+	f := newFloor()
+	for i := range benchRecords {
+		f.upsert(benchCustomer(i))
+	}
+	next := benchRecords
+	b.Run("insert", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			next++
+			f.upsert(benchCustomer(next))
+		}
+	})
+	b.Run("update-moving-key", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			c := benchCustomer(i % benchRecords)
+			c.Town = fmt.Sprintf("Town%03d", (i/benchRecords+1+i)%benchTowns)
+			f.upsert(c)
+		}
+	})
+	b.Run("lookup", func(b *testing.B) {
+		b.ReportAllocs()
+		var out []Customer
+		for i := range b.N {
+			c := benchCustomer(i % benchRecords)
+			pivot := &Customer{Town: c.Town, LastName: c.LastName}
+			out = out[:0]
+			f.townName.AscendGreaterOrEqual(pivot, func(r *Customer) bool {
+				if r.Town != c.Town || r.LastName != c.LastName {
+					return false
+				}
+				out = append(out, *r)
+				return true
+			})
+		}
+	})
+	b.Run("range100", func(b *testing.B) {
+		b.ReportAllocs()
+		out := make([]Customer, 0, 100)
+		for i := range b.N {
+			town := fmt.Sprintf("Town%03d", i%benchTowns)
+			out = out[:0]
+			f.townName.AscendGreaterOrEqual(&Customer{Town: town}, func(r *Customer) bool {
+				if r.Town != town || len(out) == 100 {
+					return false
+				}
+				out = append(out, *r)
+				return true
+			})
+			if len(out) != 100 {
+				b.Fatalf("range read %d records", len(out))
+			}
+		}
+	})
+	b.Run("get", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if _, ok := f.primary.Get(&Customer{ID: fmt.Sprintf("C%07d", i%benchRecords)}); !ok {
+				b.Fatal("missing")
+			}
+		}
+	})
+}

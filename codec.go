@@ -1,0 +1,474 @@
+package indextable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"reflect"
+	"sync"
+	"time"
+)
+
+// Codec turns records into the bytes stored in fact tables and in
+// full-copy and partial index entries. The default is JSONCodec.
+type Codec interface {
+	// Marshal encodes v, a record or one field of a record.
+	Marshal(v any) ([]byte, error)
+	// Unmarshal decodes data into the value v points to, which is zero.
+	Unmarshal(data []byte, v any) error
+}
+
+// JSONCodec encodes values with encoding/json: self-describing, so fields
+// can be added to or removed from a record type without rewriting stored
+// records. JSON stores only valid UTF-8, so with it a key string must be
+// valid UTF-8 (ErrInvalidKey otherwise).
+type JSONCodec struct{}
+
+// Marshal implements Codec.
+func (JSONCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// Unmarshal implements Codec.
+func (JSONCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// ErrCodec reports a value a codec cannot encode, or bytes it cannot
+// decode.
+var ErrCodec = errors.New("indextable: codec")
+
+// BinaryCodec encodes values in a compact positional binary form, compiled
+// once per type: several times faster than JSON, and decoding a record
+// makes one allocation for all its strings. It encodes the exported fields
+// of structs (strings, []byte, booleans, numbers, time.Time, pointers,
+// slices, arrays, maps and nested structs of these), and keeps any string
+// bytes, valid UTF-8 or not.
+//
+// Being positional, it ties stored records to the layout of their type:
+// each value starts with a fingerprint of the layout (field names and
+// kinds), and decoding bytes written under another layout fails with
+// ErrCodec rather than misread them. Changing a record type therefore
+// means rewriting its table; use JSONCodec where types evolve in place.
+//
+// The zero value is ready to use; use it through a pointer.
+type BinaryCodec struct {
+	plans sync.Map // reflect.Type -> *binaryPlan
+}
+
+// binaryPlan is the compiled encoder and decoder of one type.
+type binaryPlan struct {
+	fingerprint uint32
+	enc         encFn
+	dec         decFn
+}
+
+type (
+	encFn func(dst []byte, v reflect.Value) ([]byte, error)
+	decFn func(d *binaryDecoder, v reflect.Value) error
+)
+
+// binaryDecoder reads an encoding; strings are cut from s, one copy of the
+// whole input.
+type binaryDecoder struct {
+	b   []byte
+	s   string
+	off int
+}
+
+// Marshal implements Codec.
+func (c *BinaryCodec) Marshal(v any) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		return nil, fmt.Errorf("%w: cannot encode nil", ErrCodec)
+	}
+	p, err := c.plan(rv.Type())
+	if err != nil {
+		return nil, err
+	}
+	dst := binary.BigEndian.AppendUint32(make([]byte, 0, 64), p.fingerprint)
+	return p.enc(dst, rv)
+}
+
+// Unmarshal implements Codec.
+func (c *BinaryCodec) Unmarshal(data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("%w: decode needs a non-nil pointer, not %T", ErrCodec, v)
+	}
+	p, err := c.plan(rv.Type().Elem())
+	if err != nil {
+		return err
+	}
+	if len(data) < 4 || binary.BigEndian.Uint32(data) != p.fingerprint {
+		return fmt.Errorf("%w: the bytes were not encoded for the current layout of %s", ErrCodec, rv.Type().Elem())
+	}
+	d := &binaryDecoder{b: data, s: string(data), off: 4}
+	if err := p.dec(d, rv.Elem()); err != nil {
+		return err
+	}
+	if d.off != len(data) {
+		return fmt.Errorf("%w: %d bytes left over", ErrCodec, len(data)-d.off)
+	}
+	return nil
+}
+
+func (c *BinaryCodec) plan(t reflect.Type) (*binaryPlan, error) {
+	if p, ok := c.plans.Load(t); ok {
+		return p.(*binaryPlan), nil
+	}
+	h := fnv.New32a()
+	enc, dec, err := compileBinary(t, h, map[reflect.Type]bool{})
+	if err != nil {
+		return nil, err
+	}
+	p, _ := c.plans.LoadOrStore(t, &binaryPlan{fingerprint: h.Sum32(), enc: enc, dec: dec})
+	return p.(*binaryPlan), nil
+}
+
+// layout is what the fingerprint of a type is computed from.
+type layout interface{ Write([]byte) (int, error) }
+
+func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (encFn, decFn, error) {
+	fmt.Fprintf(h, "%s;", t.Kind())
+	if t == timeType {
+		return encTime, decTime, nil
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				if v.Bool() {
+					return append(dst, 1), nil
+				}
+				return append(dst, 0), nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				b, err := d.fixed(1)
+				if err == nil {
+					v.SetBool(b[0] != 0)
+				}
+				return err
+			}, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				return binary.AppendVarint(dst, v.Int()), nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				x, err := d.varint()
+				if err == nil {
+					if v.OverflowInt(x) {
+						return d.fail("integer %d overflows %s", x, v.Type())
+					}
+					v.SetInt(x)
+				}
+				return err
+			}, nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				return binary.AppendUvarint(dst, v.Uint()), nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				x, err := d.uvarint()
+				if err == nil {
+					if v.OverflowUint(x) {
+						return d.fail("integer %d overflows %s", x, v.Type())
+					}
+					v.SetUint(x)
+				}
+				return err
+			}, nil
+	case reflect.Float32, reflect.Float64:
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				return binary.LittleEndian.AppendUint64(dst, math.Float64bits(v.Float())), nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				b, err := d.fixed(8)
+				if err == nil {
+					v.SetFloat(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+				}
+				return err
+			}, nil
+	case reflect.String:
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				s := v.String()
+				return append(binary.AppendUvarint(dst, uint64(len(s))), s...), nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				s, err := d.str()
+				if err == nil {
+					v.SetString(s)
+				}
+				return err
+			}, nil
+	case reflect.Pointer:
+		if visiting[t] {
+			return nil, nil, fmt.Errorf("%w: recursive type %s", ErrCodec, t)
+		}
+		visiting[t] = true
+		defer delete(visiting, t)
+		elemEnc, elemDec, err := compileBinary(t.Elem(), h, visiting)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				if v.IsNil() {
+					return append(dst, 0), nil
+				}
+				return elemEnc(append(dst, 1), v.Elem())
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				b, err := d.fixed(1)
+				if err != nil || b[0] == 0 {
+					return err
+				}
+				p := reflect.New(t.Elem())
+				if err := elemDec(d, p.Elem()); err != nil {
+					return err
+				}
+				v.Set(p)
+				return nil
+			}, nil
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return encBytes, decBytes, nil
+		}
+		elemEnc, elemDec, err := compileBinary(t.Elem(), h, visiting)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				if v.IsNil() {
+					return append(dst, 0), nil
+				}
+				dst = binary.AppendUvarint(dst, uint64(v.Len())+1)
+				for i := range v.Len() {
+					var err error
+					if dst, err = elemEnc(dst, v.Index(i)); err != nil {
+						return dst, err
+					}
+				}
+				return dst, nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				n, err := d.count()
+				if err != nil || n < 0 {
+					return err
+				}
+				s := reflect.MakeSlice(t, n, n)
+				for i := range n {
+					if err := elemDec(d, s.Index(i)); err != nil {
+						return err
+					}
+				}
+				v.Set(s)
+				return nil
+			}, nil
+	case reflect.Array:
+		elemEnc, elemDec, err := compileBinary(t.Elem(), h, visiting)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(h, "%d;", t.Len())
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				for i := range v.Len() {
+					var err error
+					if dst, err = elemEnc(dst, v.Index(i)); err != nil {
+						return dst, err
+					}
+				}
+				return dst, nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				for i := range v.Len() {
+					if err := elemDec(d, v.Index(i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, nil
+	case reflect.Map:
+		keyEnc, keyDec, err := compileBinary(t.Key(), h, visiting)
+		if err != nil {
+			return nil, nil, err
+		}
+		valEnc, valDec, err := compileBinary(t.Elem(), h, visiting)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				if v.IsNil() {
+					return append(dst, 0), nil
+				}
+				dst = binary.AppendUvarint(dst, uint64(v.Len())+1)
+				for it := v.MapRange(); it.Next(); {
+					var err error
+					if dst, err = keyEnc(dst, it.Key()); err != nil {
+						return dst, err
+					}
+					if dst, err = valEnc(dst, it.Value()); err != nil {
+						return dst, err
+					}
+				}
+				return dst, nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				n, err := d.count()
+				if err != nil || n < 0 {
+					return err
+				}
+				m := reflect.MakeMapWithSize(t, n)
+				k, e := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+				for range n {
+					k.SetZero()
+					e.SetZero()
+					if err := keyDec(d, k); err != nil {
+						return err
+					}
+					if err := valDec(d, e); err != nil {
+						return err
+					}
+					m.SetMapIndex(k, e)
+				}
+				v.Set(m)
+				return nil
+			}, nil
+	case reflect.Struct:
+		type fieldCodec struct {
+			index int
+			enc   encFn
+			dec   decFn
+		}
+		var fields []fieldCodec
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			fmt.Fprintf(h, "%s:", sf.Name)
+			enc, dec, err := compileBinary(sf.Type, h, visiting)
+			if err != nil {
+				return nil, nil, fmt.Errorf("field %s: %w", sf.Name, err)
+			}
+			fields = append(fields, fieldCodec{i, enc, dec})
+		}
+		h.Write([]byte("}"))
+		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				for _, f := range fields {
+					var err error
+					if dst, err = f.enc(dst, v.Field(f.index)); err != nil {
+						return dst, err
+					}
+				}
+				return dst, nil
+			}, func(d *binaryDecoder, v reflect.Value) error {
+				for _, f := range fields {
+					if err := f.dec(d, v.Field(f.index)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, nil
+	}
+	return nil, nil, fmt.Errorf("%w: cannot encode values of type %s", ErrCodec, t)
+}
+
+func encBytes(dst []byte, v reflect.Value) ([]byte, error) {
+	if v.IsNil() {
+		return append(dst, 0), nil
+	}
+	b := v.Bytes()
+	return append(binary.AppendUvarint(dst, uint64(len(b))+1), b...), nil
+}
+
+func decBytes(d *binaryDecoder, v reflect.Value) error {
+	n, err := d.count()
+	if err != nil || n < 0 {
+		return err
+	}
+	b, err := d.fixed(n)
+	if err == nil {
+		v.SetBytes(bytes.Clone(b)) // the caller owns its bytes
+	}
+	return err
+}
+
+// A time is its Unix seconds, nanoseconds and zone offset in seconds; the
+// zone's name is not kept, and offset zero decodes as UTC.
+func encTime(dst []byte, v reflect.Value) ([]byte, error) {
+	t := v.Interface().(time.Time)
+	_, offset := t.Zone()
+	dst = binary.AppendVarint(dst, t.Unix())
+	dst = binary.AppendUvarint(dst, uint64(t.Nanosecond()))
+	return binary.AppendVarint(dst, int64(offset)), nil
+}
+
+func decTime(d *binaryDecoder, v reflect.Value) error {
+	sec, err := d.varint()
+	if err != nil {
+		return err
+	}
+	nsec, err := d.uvarint()
+	if err != nil {
+		return err
+	}
+	offset, err := d.varint()
+	if err != nil {
+		return err
+	}
+	if nsec >= 1e9 || offset < -24*3600 || offset > 24*3600 {
+		return d.fail("invalid time")
+	}
+	t := time.Unix(sec, int64(nsec)).UTC()
+	if offset != 0 {
+		t = t.In(time.FixedZone("", int(offset)))
+	}
+	v.Set(reflect.ValueOf(t))
+	return nil
+}
+
+func (d *binaryDecoder) fail(format string, args ...any) error {
+	return fmt.Errorf("%w: at byte %d: %s", ErrCodec, d.off, fmt.Sprintf(format, args...))
+}
+
+func (d *binaryDecoder) fixed(n int) ([]byte, error) {
+	if n < 0 || len(d.b)-d.off < n {
+		return nil, d.fail("truncated")
+	}
+	d.off += n
+	return d.b[d.off-n : d.off], nil
+}
+
+func (d *binaryDecoder) uvarint() (uint64, error) {
+	x, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		return 0, d.fail("bad varint")
+	}
+	d.off += n
+	return x, nil
+}
+
+func (d *binaryDecoder) varint() (int64, error) {
+	x, n := binary.Varint(d.b[d.off:])
+	if n <= 0 {
+		return 0, d.fail("bad varint")
+	}
+	d.off += n
+	return x, nil
+}
+
+// count reads a length written as n+1, with 0 for nil (returned as -1). A
+// length is bounded by the bytes left, so bad input cannot make a decoder
+// allocate more than its input justifies.
+func (d *binaryDecoder) count() (int, error) {
+	x, err := d.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	if x > uint64(len(d.b)-d.off)+1 {
+		return 0, d.fail("length %d exceeds the input", x-1)
+	}
+	return int(x) - 1, nil
+}
+
+func (d *binaryDecoder) str() (string, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return "", err
+	}
+	if n > uint64(len(d.b)-d.off) {
+		return "", d.fail("truncated string")
+	}
+	d.off += int(n)
+	return d.s[d.off-int(n) : d.off], nil
+}

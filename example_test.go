@@ -1,0 +1,165 @@
+package indextable_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/indextable/indextable"
+)
+
+func openCustomers(ctx context.Context) *indextable.Table[Customer] {
+	table, err := indextable.Open(ctx, indextable.NewMemoryStore(), indextable.Schema[Customer]{
+		Name:       "customers",
+		PrimaryKey: []string{"ID"},
+		Indexes: []indextable.Index[Customer]{
+			{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: indextable.FullCopy},
+			{Name: "lastname", Fields: []string{"LastName"}, Strategy: indextable.Partial, Projection: []string{"FirstName"}},
+			{Name: "email", Fields: []string{"Email"}, Unique: true, Sparse: true},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range []Customer{
+		{ID: "1", FirstName: "Mary", LastName: "Smith", Town: "Redmond", Email: "mary@example.com"},
+		{ID: "2", FirstName: "John", LastName: "Smith", Town: "Redmond"},
+		{ID: "3", FirstName: "Ana", LastName: "Jones", Town: "Redmond", Email: "ana@example.com"},
+		{ID: "4", FirstName: "Li", LastName: "Chen", Town: "Seattle"},
+	} {
+		if _, err := table.Insert(ctx, c); err != nil {
+			panic(err)
+		}
+	}
+	return table
+}
+
+func Example() {
+	ctx := context.Background()
+	table, err := indextable.Open(ctx, indextable.NewMemoryStore(), indextable.Schema[Customer]{
+		Name:       "customers",
+		PrimaryKey: []string{"ID"},
+		Indexes: []indextable.Index[Customer]{
+			{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: indextable.FullCopy},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range []Customer{
+		{ID: "1", FirstName: "Mary", LastName: "Smith", Town: "Redmond"},
+		{ID: "2", FirstName: "Ana", LastName: "Jones", Town: "Redmond"},
+		{ID: "3", FirstName: "Li", LastName: "Chen", Town: "Seattle"},
+	} {
+		if _, err := table.Insert(ctx, c); err != nil {
+			panic(err)
+		}
+	}
+
+	// All customers in Redmond, in LastName order.
+	for c, err := range table.Find(ctx, indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(c.FirstName, c.LastName)
+	}
+	// Output:
+	// Ana Jones
+	// Mary Smith
+}
+
+func ExampleTable_Find_range() {
+	ctx := context.Background()
+	table := openCustomers(ctx)
+	// Customers in Redmond whose LastName is from "K" on, descending.
+	q := indextable.Query{
+		Index:   "town_lastname",
+		Eq:      indextable.Tuple{"Redmond"},
+		Lower:   indextable.Inclusive("K"),
+		Reverse: true,
+	}
+	for c, err := range table.Find(ctx, q) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(c.ID, c.FirstName, c.LastName)
+	}
+	// Output:
+	// 2 John Smith
+	// 1 Mary Smith
+}
+
+func ExampleTable_Find_covered() {
+	ctx := context.Background()
+	table := openCustomers(ctx)
+	// A Partial index answers from its projection alone: the primary key,
+	// the key fields and FirstName are set; the rest is left zero.
+	q := indextable.Query{Index: "lastname", Eq: indextable.Tuple{"Smith"}, Covered: true}
+	for c, err := range table.Find(ctx, q) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s %s %s town=%q\n", c.ID, c.FirstName, c.LastName, c.Town)
+	}
+	// Output:
+	// 1 Mary Smith town=""
+	// 2 John Smith town=""
+}
+
+func ExampleTable_FindPage() {
+	ctx := context.Background()
+	table := openCustomers(ctx)
+	q := indextable.Query{Index: "town_lastname", Limit: 3}
+	for {
+		page, next, err := table.FindPage(ctx, q)
+		if err != nil {
+			panic(err)
+		}
+		var names []string
+		for _, c := range page {
+			names = append(names, c.Town+"/"+c.LastName)
+		}
+		fmt.Println(strings.Join(names, " "))
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	// Output:
+	// Redmond/Jones Redmond/Smith Redmond/Smith
+	// Seattle/Chen
+}
+
+func ExampleTable_Update_conditional() {
+	ctx := context.Background()
+	table := openCustomers(ctx)
+	c, version, err := table.GetVersioned(ctx, "4")
+	if err != nil {
+		panic(err)
+	}
+	c.Town = "Redmond"
+	if _, err := table.Update(ctx, c, indextable.IfVersion(version)); err != nil {
+		panic(err)
+	}
+	// A second writer that read the same version loses, and is told so.
+	_, err = table.Update(ctx, c, indextable.IfVersion(version))
+	fmt.Println(errors.Is(err, indextable.ErrConflict))
+	n, _ := table.Count(ctx, indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}})
+	fmt.Println(n, "customers in Redmond")
+	// Output:
+	// true
+	// 4 customers in Redmond
+}
+
+func ExampleIndex_unique() {
+	ctx := context.Background()
+	table := openCustomers(ctx)
+	_, err := table.Insert(ctx, Customer{ID: "5", LastName: "Doe", Email: "ana@example.com"})
+	fmt.Println(errors.Is(err, indextable.ErrUniqueViolation))
+	_, err = table.Get(ctx, "5")
+	fmt.Println(errors.Is(err, indextable.ErrNotFound))
+	// Output:
+	// true
+	// true
+}

@@ -1,0 +1,384 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"unicode/utf8"
+)
+
+// Index declares one index table over a table of records of type T.
+//
+// The key is either the fields named in Fields, in order (a composite key
+// when there are several), or the tuples returned by Key, for computed
+// keys. Entries are ordered by key, so a query may fix the leading
+// components and range over the next one.
+type Index[T any] struct {
+	// Name identifies the index within its table.
+	Name string
+	// Fields names the exported fields that make the key, in order. A field
+	// may be a string, []byte, bool, integer, float, time.Time, or a pointer
+	// to one of these (nil is indexed as nil); in a MultiValued index, also a
+	// slice of these, whose elements each make a key.
+	Fields []string
+	// Key computes the keys of a record, as an escape hatch for keys that are
+	// not plain fields; set either Key or Fields. Returning no tuple leaves
+	// the record out of the index; several make the index multi-valued.
+	Key func(T) []Tuple
+	// Strategy says what an entry holds besides its key.
+	Strategy Strategy
+	// Projection names the fields a Partial entry keeps; only for Partial.
+	Projection []string
+	// Unique rejects a write that would give two records one key, with
+	// ErrUniqueViolation, and applies nothing of it.
+	Unique bool
+	// Sparse leaves out records whose key fields hold a zero value (and, in
+	// a multi-valued index, zero elements), as a sparse index in a database
+	// leaves out missing fields.
+	Sparse bool
+	// MultiValued indexes a record under every element of its slice key
+	// fields, as a movie under each of its actors. With several slice
+	// fields, under every combination.
+	MultiValued bool
+}
+
+// indexTable is a compiled Index: how to compute a record's entries, and
+// where they live in the store.
+type indexTable struct {
+	name     string
+	prefix   []byte // every entry key starts with it
+	fields   []field
+	keyFunc  func(reflect.Value) ([]Tuple, error)
+	strategy Strategy
+	proj     Projection
+	unique   bool
+	sparse   bool
+	// utf8 rejects key strings that are not valid UTF-8, for a codec (JSON)
+	// that would store them altered: the stored record would no longer have
+	// the keys its entries were written under.
+	utf8 bool
+}
+
+// entry is one index entry, or (index nil) the fact record itself.
+type entry struct {
+	ix    *indexTable
+	key   []byte
+	value []byte
+}
+
+func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T], utf8Only bool) (*indexTable, error) {
+	ix := &indexTable{
+		name:     spec.Name,
+		strategy: spec.Strategy,
+		unique:   spec.Unique,
+		sparse:   spec.Sparse,
+		utf8:     utf8Only,
+	}
+	fail := func(format string, args ...any) (*indexTable, error) {
+		return nil, fmt.Errorf("%w: index %q: %s", ErrInvalidSchema, spec.Name, fmt.Sprintf(format, args...))
+	}
+	if spec.Name == "" {
+		return nil, fmt.Errorf("%w: an index has no name", ErrInvalidSchema)
+	}
+	switch {
+	case spec.Key != nil && len(spec.Fields) > 0:
+		return fail("set Fields or Key, not both")
+	case spec.Key != nil:
+		key := spec.Key
+		ix.keyFunc = func(rv reflect.Value) ([]Tuple, error) { return key(rv.Interface().(T)), nil }
+	case len(spec.Fields) == 0:
+		return fail("no key: set Fields or Key")
+	}
+	multi := false
+	for i, name := range spec.Fields {
+		for _, prev := range spec.Fields[:i] {
+			if prev == name {
+				return fail("field %q named twice", name)
+			}
+		}
+		f, err := lookupField(rt, name, spec.MultiValued)
+		if err != nil {
+			return fail("%v", err)
+		}
+		multi = multi || f.multi
+		ix.fields = append(ix.fields, f)
+	}
+	if spec.MultiValued && spec.Key == nil && !multi {
+		return fail("MultiValued, but no key field is a slice")
+	}
+	switch spec.Strategy {
+	case KeysOnly, FullCopy:
+		if len(spec.Projection) > 0 {
+			return fail("a projection is only for the Partial strategy, not %v", spec.Strategy)
+		}
+	case Partial:
+		if len(spec.Projection) == 0 {
+			return fail("the Partial strategy needs a Projection")
+		}
+		p, err := compileProjection(rt, spec.Projection)
+		if err != nil {
+			return fail("%v", err)
+		}
+		ix.proj = p
+	default:
+		return fail("unknown strategy %v", spec.Strategy)
+	}
+	ix.prefix = appendString(appendInt(bytes.Clone(tablePrefix), spaceIndex), spec.Name)
+	return ix, nil
+}
+
+// keys appends the encoded key tuples (without prefix) of the record rv to
+// dst, each at most once.
+func (ix *indexTable) keys(dst [][]byte, rv reflect.Value) ([][]byte, error) {
+	return ix.keysInto(dst, rv, nil)
+}
+
+// keysInto is keys that builds a single-valued key in scratch's storage.
+func (ix *indexTable) keysInto(dst [][]byte, rv reflect.Value, scratch []byte) ([][]byte, error) {
+	start := len(dst)
+	if ix.keyFunc != nil {
+		tuples, err := ix.keyFunc(rv)
+		if err != nil {
+			return dst, err
+		}
+		for _, t := range tuples {
+			if len(t) == 0 {
+				return dst, fmt.Errorf("%w: index %q: Key returned an empty tuple", ErrInvalidKey, ix.name)
+			}
+			if ix.utf8 {
+				for _, e := range t {
+					if s, ok := e.(string); ok && !utf8.ValidString(s) {
+						return dst, invalidUTF8(ix.name, s)
+					}
+				}
+			}
+			k, err := AppendTuple(nil, t...)
+			if err != nil {
+				return dst, fmt.Errorf("%w: index %q: %w", ErrInvalidKey, ix.name, err)
+			}
+			dst = appendUnique(dst, start, k)
+		}
+		return dst, nil
+	}
+	// The cartesian product of the fields' values, built field by field.
+	dst = append(dst, scratch[:0])
+	for i := range ix.fields {
+		f := &ix.fields[i]
+		fv := f.get(rv)
+		end := len(dst)
+		for j := start; j < end; j++ {
+			if !f.multi {
+				if !fv.IsValid() || (ix.sparse && fv.IsZero()) {
+					continue
+				}
+				if ix.utf8 && !validUTF8(fv) {
+					return dst[:start], invalidUTF8(ix.name, fv.Interface())
+				}
+				dst = append(dst, appendKeyValue(dst[j], fv))
+				continue
+			}
+			if !fv.IsValid() {
+				continue
+			}
+			for e := 0; e < fv.Len(); e++ {
+				ev := fv.Index(e)
+				if ix.sparse && ev.IsZero() {
+					continue
+				}
+				if ix.utf8 && !validUTF8(ev) {
+					return dst[:start], invalidUTF8(ix.name, ev.Interface())
+				}
+				k := appendKeyValue(bytes.Clone(dst[j]), ev)
+				dst = appendUnique(dst, end, k)
+			}
+		}
+		dst = append(dst[:start], dst[end:]...)
+	}
+	return dst, nil
+}
+
+// validUTF8 reports whether v, a value of a keyType, is not a string or
+// pointer to one, or holds valid UTF-8.
+func validUTF8(v reflect.Value) bool {
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	return v.Kind() != reflect.String || utf8.ValidString(v.String())
+}
+
+func invalidUTF8(where string, v any) error {
+	return fmt.Errorf("%w: %s: key string %q is not valid UTF-8, which the JSON codec cannot store unaltered (use []byte, or a codec that keeps bytes)", ErrInvalidKey, where, v)
+}
+
+// appendUnique appends k to list unless list[from:] holds it already.
+func appendUnique(list [][]byte, from int, k []byte) [][]byte {
+	for _, have := range list[from:] {
+		if bytes.Equal(have, k) {
+			return list
+		}
+	}
+	return append(list, k)
+}
+
+// appendEntries appends the entries of the record rv, whose encoded primary
+// key is pk and whose codec payload is payload.
+func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
+	var keyBuf [4][]byte
+	keys, err := ix.keys(keyBuf[:0], rv)
+	if err != nil {
+		return dst, err
+	}
+	var projected []byte
+	if ix.strategy == Partial {
+		if projected, err = ix.proj.appendPayload(nil, rv, c); err != nil {
+			return dst, fmt.Errorf("index %q: %w", ix.name, err)
+		}
+	}
+	for _, k := range keys {
+		key := make([]byte, 0, len(ix.prefix)+len(k)+len(pk))
+		key = append(append(key, ix.prefix...), k...)
+		var value []byte
+		if ix.unique {
+			value = binary.AppendUvarint(value, uint64(len(pk)))
+			value = append(value, pk...)
+		} else {
+			key = append(key, pk...)
+		}
+		switch ix.strategy {
+		case FullCopy:
+			if value == nil {
+				value = payload
+			} else {
+				value = append(value, payload...)
+			}
+		case Partial:
+			value = append(value, projected...)
+		}
+		dst = append(dst, entry{ix: ix, key: key, value: value})
+	}
+	return dst, nil
+}
+
+// splitEntry returns the encoded primary key and the payload held by an
+// index entry; pkArity is the number of primary key components.
+func (ix *indexTable) splitEntry(key, value []byte, pkArity int) (pk, payload []byte, err error) {
+	if ix.unique {
+		n, w := binary.Uvarint(value)
+		if w <= 0 || uint64(len(value)-w) < n {
+			return nil, nil, fmt.Errorf("%w: index %q: entry value too short", ErrMalformedKey, ix.name)
+		}
+		return value[w : w+int(n)], value[w+int(n):], nil
+	}
+	rest := key[len(ix.prefix):]
+	var offsets [8]int
+	ends := offsets[:0]
+	for off := 0; off < len(rest); {
+		n, err := ElementLen(rest[off:])
+		if err != nil {
+			return nil, nil, err
+		}
+		off += n
+		ends = append(ends, off)
+	}
+	if len(ends) <= pkArity {
+		return nil, nil, fmt.Errorf("%w: index %q: entry key has %d components, want more than %d", ErrMalformedKey, ix.name, len(ends), pkArity)
+	}
+	return rest[ends[len(ends)-pkArity-1]:], value, nil
+}
+
+// indexManager keeps a table's index tables in step with its fact table:
+// for each write it computes the entries the old and new versions of a
+// record own and adds to the write's batch only the entries that change.
+type indexManager struct {
+	indexes []*indexTable
+}
+
+func (m *indexManager) lookup(name string) *indexTable {
+	for _, ix := range m.indexes {
+		if ix.name == name {
+			return ix
+		}
+	}
+	return nil
+}
+
+// entries returns the index entries of record rv.
+func (m *indexManager) entries(rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
+	var out []entry
+	for _, ix := range m.indexes {
+		var err error
+		if out, err = ix.appendEntries(out, rv, pk, payload, c); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// plan adds to b the index changes that turn the entries in old into those
+// in new: deletes for entries that went, puts for entries that came or
+// changed. A unique entry that comes is checked against the store and
+// guarded by an expectation that it is still absent when b applies.
+func (m *indexManager) plan(ctx context.Context, s Store, b *Batch, old, new []entry) error {
+	for _, o := range old {
+		if findEntry(new, o.key) < 0 {
+			b.Delete(o.key)
+		}
+	}
+	for _, n := range new {
+		i := findEntry(old, n.key)
+		if i >= 0 {
+			if !bytes.Equal(old[i].value, n.value) {
+				b.Put(n.key, n.value)
+			}
+			continue
+		}
+		if n.ix.unique {
+			held, err := s.Get(ctx, n.key)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				b.ExpectAbsent(n.key)
+			case err != nil:
+				return err
+			case !sameOwner(n.ix, n.key, held, n.value):
+				return uniqueViolation(n.ix, n.key, held)
+			default: // a leftover entry of this very record
+				b.ExpectValue(n.key, held)
+			}
+		}
+		b.Put(n.key, n.value)
+	}
+	return nil
+}
+
+// sameOwner reports whether two values of the unique entry key name the
+// same record.
+func sameOwner(ix *indexTable, key, a, b []byte) bool {
+	pa, _, errA := ix.splitEntry(key, a, 0)
+	pb, _, errB := ix.splitEntry(key, b, 0)
+	return errA == nil && errB == nil && bytes.Equal(pa, pb)
+}
+
+func uniqueViolation(ix *indexTable, key, held []byte) error {
+	k, err := DecodeTuple(key[len(ix.prefix):])
+	if err != nil {
+		return fmt.Errorf("%w: index %q", ErrUniqueViolation, ix.name)
+	}
+	pk, _, err := ix.splitEntry(key, held, 0)
+	if err != nil {
+		return fmt.Errorf("%w: index %q: key %v is taken", ErrUniqueViolation, ix.name, k)
+	}
+	owner, _ := DecodeTuple(pk)
+	return fmt.Errorf("%w: index %q: key %v is taken by record %v", ErrUniqueViolation, ix.name, k, owner)
+}
+
+func findEntry(list []entry, key []byte) int {
+	for i := range list {
+		if bytes.Equal(list[i].key, key) {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,780 @@
+package indextable_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/countingstore"
+)
+
+// person is the record type of the model-based tests.
+type person struct {
+	ID    int
+	Name  string
+	Town  string
+	Tags  []string
+	Email string
+	Score int
+	Note  string
+}
+
+// personIndexes covers every strategy and option: composite, sparse,
+// unique, multi-valued, computed.
+func personIndexes() []it.Index[person] {
+	return []it.Index[person]{
+		{Name: "town_name", Fields: []string{"Town", "Name"}, Strategy: it.FullCopy},
+		{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
+		{Name: "name", Fields: []string{"Name"}, Strategy: it.Partial, Projection: []string{"Score", "Tags"}, Sparse: true},
+		{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.Partial, Projection: []string{"Note"}},
+		{Name: "email", Fields: []string{"Email"}, Unique: true, Sparse: true, Strategy: it.KeysOnly},
+		{Name: "score_mod", Key: func(p person) []it.Tuple {
+			if p.Score < 0 {
+				return nil
+			}
+			return []it.Tuple{{p.Score % 3, p.Town}}
+		}, Strategy: it.FullCopy},
+	}
+}
+
+func openPeople(t testing.TB, s it.Store) *it.Table[person] {
+	t.Helper()
+	tbl, err := it.Open(context.Background(), s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes()})
+	require.NoError(t, err)
+	return tbl
+}
+
+// modelKeys is the reference: the key tuples record p has in index name,
+// written independently of the library.
+func modelKeys(name string, p person) []it.Tuple {
+	switch name {
+	case "town_name":
+		return []it.Tuple{{p.Town, p.Name}}
+	case "town":
+		return []it.Tuple{{p.Town}}
+	case "name":
+		if p.Name == "" {
+			return nil
+		}
+		return []it.Tuple{{p.Name}}
+	case "tags":
+		var out []it.Tuple
+		seen := map[string]bool{}
+		for _, tag := range p.Tags {
+			if !seen[tag] {
+				seen[tag] = true
+				out = append(out, it.Tuple{tag})
+			}
+		}
+		return out
+	case "email":
+		if p.Email == "" {
+			return nil
+		}
+		return []it.Tuple{{p.Email}}
+	case "score_mod":
+		if p.Score < 0 {
+			return nil
+		}
+		return []it.Tuple{{p.Score % 3, p.Town}}
+	}
+	panic(name)
+}
+
+type modelEntry struct {
+	key it.Tuple
+	p   person
+}
+
+// modelScan returns the entries of index name whose key starts with eq, in
+// index order (key, then primary key; unique indexes by key alone).
+func modelScan(name string, model map[int]person, eq it.Tuple) []modelEntry {
+	var out []modelEntry
+	for _, p := range model {
+		for _, k := range modelKeys(name, p) {
+			if len(k) >= len(eq) && it.CompareTuples(k[:len(eq)], eq) == 0 {
+				out = append(out, modelEntry{k, p})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b modelEntry) int {
+		return cmp.Or(it.CompareTuples(a.key, b.key), cmp.Compare(a.p.ID, b.p.ID))
+	})
+	return out
+}
+
+// covered is what a covered read of index name returns for p.
+func covered(name string, p person) person {
+	switch name {
+	case "town_name", "score_mod":
+		return p
+	case "town":
+		return person{ID: p.ID, Town: p.Town}
+	case "name":
+		return person{ID: p.ID, Name: p.Name, Score: p.Score, Tags: p.Tags}
+	case "tags":
+		return person{ID: p.ID, Note: p.Note}
+	case "email":
+		return person{ID: p.ID, Email: p.Email}
+	}
+	panic(name)
+}
+
+func collect(t testing.TB, tbl *it.Table[person], q it.Query) []person {
+	t.Helper()
+	var out []person
+	for p, err := range tbl.Find(context.Background(), q) {
+		require.NoError(t, err)
+		out = append(out, p)
+	}
+	return out
+}
+
+// normalize makes nil and empty slices compare equal.
+func normalize(ps []person) []person {
+	for i := range ps {
+		if len(ps[i].Tags) == 0 {
+			ps[i].Tags = nil
+		}
+	}
+	return ps
+}
+
+// checkIndex compares a whole index, and the prefix eq of it, with the
+// model: covered reads show the entries as stored (so a stale or extra
+// entry shows), whole-record reads show the fetch path.
+func checkIndex(t testing.TB, tbl *it.Table[person], model map[int]person, name string, eq it.Tuple) {
+	t.Helper()
+	ctx := context.Background()
+	want := modelScan(name, model, eq)
+	var wantCovered, wantFull []person
+	for _, e := range want {
+		wantCovered = append(wantCovered, covered(name, e.p))
+		wantFull = append(wantFull, e.p)
+	}
+	q := it.Query{Index: name, Eq: eq, Covered: true}
+	require.Equal(t, normalize(wantCovered), normalize(collect(t, tbl, q)), "covered scan of %s %v", name, eq)
+	q.Covered = false
+	require.Equal(t, normalize(wantFull), normalize(collect(t, tbl, q)), "scan of %s %v", name, eq)
+	n, err := tbl.Count(ctx, q)
+	require.NoError(t, err)
+	require.Equal(t, len(want), n, "count of %s %v", name, eq)
+	q.Reverse = true
+	slices.Reverse(wantFull)
+	require.Equal(t, normalize(wantFull), normalize(collect(t, tbl, q)), "reverse scan of %s %v", name, eq)
+}
+
+var (
+	towns  = []string{"Redmond", "Seattle", "Bellevue", ""}
+	names  = []string{"Smith", "Jones", "Chen", "", "Smith\x00", "Smi\x00th", "Ünal"}
+	tags   = []string{"a", "b", "c", ""}
+	emails = []string{"", "", "x@e", "y@e", "z@e", "w@e", "v@e"}
+)
+
+func randomPerson(r *rand.Rand, id int) person {
+	p := person{
+		ID:    id,
+		Name:  names[r.IntN(len(names))],
+		Town:  towns[r.IntN(len(towns))],
+		Email: emails[r.IntN(len(emails))],
+		Score: r.IntN(20) - 3,
+		Note:  fmt.Sprintf("n%d", r.IntN(5)),
+	}
+	for range r.IntN(4) {
+		p.Tags = append(p.Tags, tags[r.IntN(len(tags))])
+	}
+	return p
+}
+
+func emailTaken(model map[int]person, p person) bool {
+	if p.Email == "" {
+		return false
+	}
+	for _, o := range model {
+		if o.ID != p.ID && o.Email == p.Email {
+			return true
+		}
+	}
+	return false
+}
+
+// TestModel drives random inserts, upserts, updates (conditional or not)
+// and deletes, with unique violations and conflicts among them, against a
+// plain map, and after every step compares index queries with the map.
+func TestModel(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	model := map[int]person{}
+	versions := map[int]it.Version{}
+	r := rand.New(rand.NewPCG(1, 2))
+	steps := 3000
+	if testing.Short() {
+		steps = 500
+	}
+	var seen struct{ exists, notFound, unique, conflict int }
+	for step := range steps {
+		id := r.IntN(40)
+		p := randomPerson(r, id)
+		_, present := model[id]
+		var err error
+		var v it.Version
+		op := r.IntN(10)
+		switch {
+		case op < 3:
+			v, err = tbl.Insert(ctx, p)
+			switch {
+			case present:
+				require.ErrorIs(t, err, it.ErrExists)
+				seen.exists++
+			case emailTaken(model, p):
+				require.ErrorIs(t, err, it.ErrUniqueViolation)
+				seen.unique++
+			default:
+				require.NoError(t, err)
+				model[id], versions[id] = p, v
+			}
+		case op < 5:
+			v, err = tbl.Upsert(ctx, p)
+			if emailTaken(model, p) {
+				require.ErrorIs(t, err, it.ErrUniqueViolation)
+				seen.unique++
+			} else {
+				require.NoError(t, err)
+				model[id], versions[id] = p, v
+			}
+		case op < 8:
+			var opts []it.WriteOption
+			stale := false
+			if present && r.IntN(2) == 0 {
+				ver := versions[id]
+				if stale = r.IntN(3) == 0; stale {
+					ver++
+				}
+				opts = append(opts, it.IfVersion(ver))
+			}
+			v, err = tbl.Update(ctx, p, opts...)
+			switch {
+			case !present:
+				require.ErrorIs(t, err, it.ErrNotFound)
+				seen.notFound++
+			case stale:
+				require.ErrorIs(t, err, it.ErrConflict)
+				seen.conflict++
+			case emailTaken(model, p):
+				require.ErrorIs(t, err, it.ErrUniqueViolation)
+				seen.unique++
+			default:
+				require.NoError(t, err)
+				require.Equal(t, versions[id]+1, v)
+				model[id], versions[id] = p, v
+			}
+		default:
+			err = tbl.Delete(ctx, it.Tuple{id})
+			if present {
+				require.NoError(t, err)
+				delete(model, id)
+				delete(versions, id)
+			} else {
+				require.ErrorIs(t, err, it.ErrNotFound)
+				seen.notFound++
+			}
+		}
+
+		got, gotVersion, err := tbl.GetVersioned(ctx, id)
+		if want, ok := model[id]; ok {
+			require.NoError(t, err)
+			require.Equal(t, normalize([]person{want}), normalize([]person{got}))
+			require.Equal(t, versions[id], gotVersion)
+		} else {
+			require.ErrorIs(t, err, it.ErrNotFound)
+		}
+		// Every index, at a random key of the record just written, each step;
+		// every index whole, every 25 steps.
+		for _, ix := range personIndexes() {
+			keys := modelKeys(ix.Name, p)
+			if len(keys) > 0 {
+				k := keys[r.IntN(len(keys))]
+				checkIndex(t, tbl, model, ix.Name, k[:1+r.IntN(len(k))])
+			}
+			if step%25 == 0 {
+				checkIndex(t, tbl, model, ix.Name, nil)
+			}
+		}
+		if step%25 == 0 {
+			n, err := tbl.Count(ctx, it.Query{})
+			require.NoError(t, err)
+			require.Equal(t, len(model), n)
+		}
+	}
+	t.Logf("outcomes seen: %+v", seen)
+	require.Positive(t, seen.exists)
+	require.Positive(t, seen.notFound)
+	require.Positive(t, seen.unique)
+	require.Positive(t, seen.conflict)
+}
+
+// TestConcurrentWriters races writers over a few records; afterwards every
+// index must equal what the final records justify, and each unique email
+// must have at most one owner.
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for range 300 {
+				p := randomPerson(r, r.IntN(8))
+				var err error
+				switch r.IntN(3) {
+				case 0:
+					_, err = tbl.Upsert(ctx, p)
+				case 1:
+					err = tbl.Delete(ctx, it.Tuple{p.ID})
+				default:
+					_, err = tbl.Update(ctx, p)
+				}
+				if err != nil && !errors.Is(err, it.ErrUniqueViolation) && !errors.Is(err, it.ErrNotFound) {
+					assert.NoError(t, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	model := map[int]person{}
+	for p, err := range tbl.Find(ctx, it.Query{}) {
+		require.NoError(t, err)
+		model[p.ID] = p
+	}
+	for _, ix := range personIndexes() {
+		checkIndex(t, tbl, model, ix.Name, nil)
+	}
+}
+
+func TestOpenRejectsInvalidSchemas(t *testing.T) {
+	type bad struct {
+		ID     string
+		Tags   []string
+		Nested struct{ A int }
+		hidden string
+	}
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		schema it.Schema[bad]
+		want   string
+	}{
+		{"no name", it.Schema[bad]{PrimaryKey: []string{"ID"}}, "no name"},
+		{"no primary key", it.Schema[bad]{Name: "t"}, "no primary key"},
+		{"unknown primary key field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"Nope"}}, `no exported field "Nope"`},
+		{"unexported field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"hidden"}}, `no exported field "hidden"`},
+		{"slice primary key", it.Schema[bad]{Name: "t", PrimaryKey: []string{"Tags"}}, "is a slice"},
+		{"struct key", it.Schema[bad]{Name: "t", PrimaryKey: []string{"Nested"}}, "cannot be a key component"},
+		{"duplicate primary key field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID", "ID"}}, "twice"},
+		{"duplicate index names", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+			{Name: "a", Fields: []string{"ID"}}, {Name: "a", Fields: []string{"ID"}}}}, `two indexes are named "a"`},
+		{"unnamed index", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Fields: []string{"ID"}}}}, "no name"},
+		{"index without key", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a"}}}, "no key"},
+		{"fields and key func", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+			{Name: "a", Fields: []string{"ID"}, Key: func(bad) []it.Tuple { return nil }}}}, "not both"},
+		{"unknown index field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"Town"}}}}, `no exported field "Town"`},
+		{"slice without MultiValued", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"Tags"}}}}, "multi-valued"},
+		{"MultiValued without slice", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"ID"}, MultiValued: true}}}, "no key field is a slice"},
+		{"projection on keys-only", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+			{Name: "a", Fields: []string{"ID"}, Projection: []string{"Tags"}}}}, "only for the Partial strategy"},
+		{"partial without projection", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+			{Name: "a", Fields: []string{"ID"}, Strategy: it.Partial}}}, "needs a Projection"},
+		{"projection of missing field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+			{Name: "a", Fields: []string{"ID"}, Strategy: it.Partial, Projection: []string{"Phone"}}}}, `"Phone"`},
+		{"unknown strategy", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+			{Name: "a", Fields: []string{"ID"}, Strategy: it.Strategy(9)}}}, "unknown strategy"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := it.Open(ctx, it.NewMemoryStore(), c.schema)
+			require.ErrorIs(t, err, it.ErrInvalidSchema)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+	_, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[string]{Name: "t", PrimaryKey: []string{"ID"}})
+	require.ErrorIs(t, err, it.ErrInvalidSchema)
+}
+
+// storeKeys returns a copy of every key and value in s.
+func storeDump(t testing.TB, s it.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
+		require.NoError(t, err)
+		out[string(e.Key)] = string(e.Value)
+	}
+	return out
+}
+
+func TestFailedWritesLeaveDataAsItWas(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openPeople(t, s)
+	_, err := tbl.Insert(ctx, person{ID: 1, Name: "A", Town: "R", Email: "a@e", Tags: []string{"x"}})
+	require.NoError(t, err)
+	v, err := tbl.Insert(ctx, person{ID: 2, Name: "B", Town: "S", Email: "b@e"})
+	require.NoError(t, err)
+	before := storeDump(t, s)
+
+	_, err = tbl.Insert(ctx, person{ID: 3, Email: "a@e"})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	assert.Contains(t, err.Error(), `index "email"`)
+	assert.Contains(t, err.Error(), "record [1]")
+	_, err = tbl.Update(ctx, person{ID: 2, Email: "a@e"})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	_, err = tbl.Insert(ctx, person{ID: 2})
+	require.ErrorIs(t, err, it.ErrExists)
+	_, err = tbl.Update(ctx, person{ID: 9})
+	require.ErrorIs(t, err, it.ErrNotFound)
+	_, err = tbl.Update(ctx, person{ID: 2, Town: "T"}, it.IfVersion(v+1))
+	require.ErrorIs(t, err, it.ErrConflict)
+	err = tbl.Delete(ctx, it.Tuple{2}, it.IfVersion(v+1))
+	require.ErrorIs(t, err, it.ErrConflict)
+	err = tbl.Delete(ctx, it.Tuple{"2"})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	err = tbl.Delete(ctx, it.Tuple{2, 3})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	_, err = tbl.Get(ctx, "x")
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.Equal(t, before, storeDump(t, s))
+
+	// A computed key with an unsupported type is refused before any write.
+	bad, err := it.Open(ctx, s, it.Schema[person]{Name: "bad", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
+		{Name: "k", Key: func(p person) []it.Tuple { return []it.Tuple{{struct{}{}}} }}}})
+	require.NoError(t, err)
+	_, err = bad.Insert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.ErrorIs(t, err, it.ErrUnsupportedType)
+	require.Equal(t, before, storeDump(t, s))
+
+	// JSON would store invalid UTF-8 altered, so such key strings are refused.
+	_, err = tbl.Upsert(ctx, person{ID: 2, Name: "\xff"})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	_, err = tbl.Upsert(ctx, person{ID: 2, Tags: []string{"ok", "\xfe"}})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.Equal(t, before, storeDump(t, s))
+
+	// A successful conditional write, then the record's version moves on.
+	v2, err := tbl.Update(ctx, person{ID: 2, Town: "T"}, it.IfVersion(v))
+	require.NoError(t, err)
+	require.Equal(t, v+1, v2)
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{2}, it.IfVersion(v2)))
+}
+
+// scopedStore declares a bounded atomicity scope, as Azure Table storage
+// does, over a memory store.
+type scopedStore struct {
+	*it.MemoryStore
+	scope it.Atomicity
+}
+
+func (s scopedStore) Atomicity() it.Atomicity { return s.scope }
+
+func TestWritesRespectTheAtomicityScope(t *testing.T) {
+	ctx := context.Background()
+	s := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 4}}
+	tbl := openPeople(t, s)
+	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
+	require.ErrorIs(t, err, it.ErrInvalidBatch)
+	assert.Contains(t, err.Error(), "atomicity scope")
+	require.Empty(t, storeDump(t, s))
+
+	// Without indexes the record fits: expectation and put.
+	plain, err := it.Open(ctx, s, it.Schema[person]{Name: "plain", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	_, err = plain.Insert(ctx, person{ID: 1})
+	require.NoError(t, err)
+}
+
+func TestWritesTouchOnlyTheEntriesThatChange(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(it.NewMemoryStore())
+	tbl := openPeople(t, s)
+	p := person{ID: 1, Name: "A", Town: "R", Tags: []string{"x", "y", "x"}, Email: "a@e", Score: 4, Note: "n"}
+	before := s.Counts()
+	_, err := tbl.Insert(ctx, p)
+	require.NoError(t, err)
+	// record + guard; town_name, town, name, tags x and y, email (+ guard), score_mod.
+	assert.Equal(t, int64(2+7+1), s.Counts().Sub(before).Ops)
+
+	// A Note change touches the record and the entries that hold Note: the
+	// full copies and the tags projection (two entries).
+	p.Note = "m"
+	before = s.Counts()
+	_, err = tbl.Update(ctx, p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2+2+2), s.Counts().Sub(before).Ops)
+
+	// Dropping tag y deletes its entry and rewrites nothing else but copies.
+	p.Tags = []string{"x"}
+	before = s.Counts()
+	_, err = tbl.Update(ctx, p)
+	require.NoError(t, err)
+	// record+guard, delete tags/y, full copies x2, name projection (holds Tags).
+	assert.Equal(t, int64(2+1+2+1), s.Counts().Sub(before).Ops)
+}
+
+func TestReadsCostWhatTheStrategySays(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(it.NewMemoryStore())
+	tbl := openPeople(t, s)
+	for i := range 150 {
+		_, err := tbl.Insert(ctx, person{ID: i, Name: fmt.Sprint("N", i), Town: "R", Score: i, Note: "n"})
+		require.NoError(t, err)
+	}
+	cases := []struct {
+		q                     it.Query
+		scans, getManys, gets int64
+	}{
+		{it.Query{Index: "town_name", Eq: it.Tuple{"R"}}, 1, 0, 0},                  // full copy: one lookup
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}}, 1, 3, 0},                       // keys only: facts in 3 batches of <=64
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}, Covered: true}, 1, 0, 0},        // keys only, covered
+		{it.Query{Index: "name", Lower: it.Inclusive("N")}, 1, 3, 0},                // partial, whole records
+		{it.Query{Index: "name", Lower: it.Inclusive("N"), Covered: true}, 1, 0, 0}, // partial, from the index alone
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}, Limit: 10}, 1, 1, 0},            // a limit fetches only what it needs
+	}
+	for _, c := range cases {
+		before := s.Counts()
+		n := len(collect(t, tbl, c.q))
+		got := s.Counts().Sub(before)
+		want := 150
+		if c.q.Limit > 0 {
+			want = c.q.Limit
+		}
+		assert.Equal(t, want, n, "%+v", c.q)
+		assert.Equal(t, []int64{c.scans, c.getManys, c.gets}, []int64{got.Scans, got.GetManys, got.Gets}, "%+v", c.q)
+		if c.getManys > 0 {
+			assert.Equal(t, int64(want), got.ManyKeys)
+		}
+	}
+}
+
+func TestQueries(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	for i, n := range []string{"Adams", "Baker", "Clark", "Davis", "Evans"} {
+		for j, town := range []string{"Redmond", "Seattle"} {
+			_, err := tbl.Insert(ctx, person{ID: i*10 + j, Name: n, Town: town})
+			require.NoError(t, err)
+		}
+	}
+	// "Evans\x00" encodes with the encoding of "Evans" as a byte prefix.
+	_, err := tbl.Insert(ctx, person{ID: 50, Name: "Evans\x00", Town: "Kirkland"})
+	require.NoError(t, err)
+	ids := func(q it.Query) []int {
+		var out []int
+		for _, p := range collect(t, tbl, q) {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		q    it.Query
+		want []int
+	}{
+		{"exact on the full key", it.Query{Index: "town_name", Eq: it.Tuple{"Redmond", "Clark"}}, []int{20}},
+		{"prefix", it.Query{Index: "town_name", Eq: it.Tuple{"Seattle"}}, []int{1, 11, 21, 31, 41}},
+		{"range inclusive", it.Query{Index: "town_name", Eq: it.Tuple{"Redmond"}, Lower: it.Inclusive("Baker"), Upper: it.Inclusive("Davis")}, []int{10, 20, 30}},
+		{"range exclusive", it.Query{Index: "town_name", Eq: it.Tuple{"Redmond"}, Lower: it.Exclusive("Baker"), Upper: it.Exclusive("Davis")}, []int{20}},
+		{"range from a prefix of a value", it.Query{Index: "town_name", Eq: it.Tuple{"Redmond"}, Lower: it.Inclusive("C")}, []int{20, 30, 40}},
+		{"descending with limit", it.Query{Index: "town_name", Eq: it.Tuple{"Redmond"}, Reverse: true, Limit: 2}, []int{40, 30}},
+		{"range on the first component", it.Query{Index: "name", Lower: it.Inclusive("D")}, []int{30, 31, 40, 41, 50}},
+		{"primary key order", it.Query{Limit: 3}, []int{0, 1, 10}},
+		{"primary key range", it.Query{Lower: it.Inclusive(30), Upper: it.Exclusive(41)}, []int{30, 31, 40}},
+		{"nothing matches", it.Query{Index: "town_name", Eq: it.Tuple{"Tacoma"}}, nil},
+		{"exact excludes longer values", it.Query{Index: "name", Eq: it.Tuple{"Evans"}}, []int{40, 41}},
+		{"inclusive upper bound excludes longer values", it.Query{Index: "name", Upper: it.Inclusive("Evans")}, []int{0, 1, 10, 11, 20, 21, 30, 31, 40, 41}},
+		{"exclusive lower bound keeps longer values", it.Query{Index: "name", Lower: it.Exclusive("Evans")}, []int{50}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, ids(c.q)) })
+	}
+
+	ok, err := tbl.Exists(ctx, it.Query{Index: "town", Eq: it.Tuple{"Seattle"}})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = tbl.Exists(ctx, it.Query{Index: "town", Eq: it.Tuple{"Tacoma"}})
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	bad := []struct {
+		name string
+		q    it.Query
+		err  error
+	}{
+		{"unknown index", it.Query{Index: "nope"}, it.ErrInvalidQuery},
+		{"too many components", it.Query{Index: "town", Eq: it.Tuple{"a", "b"}}, it.ErrInvalidQuery},
+		{"bound past the key", it.Query{Index: "town", Eq: it.Tuple{"a"}, Lower: it.Inclusive("b")}, it.ErrInvalidQuery},
+		{"wrong type", it.Query{Index: "town", Eq: it.Tuple{3}}, it.ErrInvalidQuery},
+		{"wrong bound type", it.Query{Index: "town", Upper: it.Exclusive(1.5)}, it.ErrInvalidQuery},
+		{"unsupported type", it.Query{Index: "score_mod", Eq: it.Tuple{struct{}{}}}, it.ErrUnsupportedType},
+		{"negative limit", it.Query{Limit: -1}, it.ErrInvalidQuery},
+		{"garbage cursor", it.Query{Index: "town", Cursor: "!!"}, it.ErrInvalidCursor},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			for _, err := range tbl.Find(ctx, c.q) {
+				require.ErrorIs(t, err, c.err)
+			}
+			_, err := tbl.Count(ctx, c.q)
+			require.ErrorIs(t, err, c.err)
+		})
+	}
+}
+
+func TestFindPageResumesWithCursors(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	for i := range 23 {
+		_, err := tbl.Insert(ctx, person{ID: i, Name: fmt.Sprintf("N%02d", i%7), Town: []string{"R", "S"}[i%2], Tags: []string{"a", "b"}})
+		require.NoError(t, err)
+	}
+	for _, q := range []it.Query{
+		{Index: "town_name", Eq: it.Tuple{"R"}},
+		{Index: "town", Eq: it.Tuple{"S"}, Reverse: true},
+		{Index: "name", Lower: it.Inclusive("N02")},
+		{Index: "tags", Covered: true},
+		{Index: "tags"},
+		{},
+	} {
+		want := collect(t, tbl, q)
+		for _, size := range []int{1, 4, 7, len(want), 100} {
+			q := q
+			q.Limit = size
+			var got []person
+			for {
+				page, next, err := tbl.FindPage(ctx, q)
+				require.NoError(t, err)
+				require.NotEmpty(t, page, "no empty last page")
+				got = append(got, page...)
+				if next == "" {
+					break
+				}
+				require.Len(t, page, size)
+				q.Cursor = next
+			}
+			require.Equal(t, want, got, "query %+v, page size %d", q, size)
+		}
+	}
+
+	q := it.Query{Index: "town_name", Eq: it.Tuple{"R"}, Limit: 2}
+	_, cursor, err := tbl.FindPage(ctx, q)
+	require.NoError(t, err)
+	require.NotEmpty(t, cursor)
+	tampered := []byte(cursor)
+	tampered[len(tampered)/2] ^= 1
+	foreign := q
+	foreign.Eq = it.Tuple{"S"}
+	for name, c := range map[string]struct {
+		q      it.Query
+		cursor string
+	}{
+		"tampered":      {q, string(tampered)},
+		"other query":   {foreign, cursor},
+		"other index":   {it.Query{Index: "town", Eq: it.Tuple{"R"}, Limit: 2}, cursor},
+		"other order":   {it.Query{Index: "town_name", Eq: it.Tuple{"R"}, Limit: 2, Reverse: true}, cursor},
+		"truncated":     {q, cursor[:10]},
+		"not base64url": {q, "?" + cursor},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c.q.Cursor = c.cursor
+			_, _, err := tbl.FindPage(ctx, c.q)
+			require.ErrorIs(t, err, it.ErrInvalidCursor)
+		})
+	}
+	_, _, err = tbl.FindPage(ctx, it.Query{Index: "town"})
+	require.ErrorIs(t, err, it.ErrInvalidQuery)
+}
+
+// hookStore calls onScan after each entry a scan yields, to interleave a
+// concurrent write at a chosen point of a read.
+type hookStore struct {
+	*it.MemoryStore
+	onScan func(it.Entry)
+}
+
+func (s hookStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	return func(yield func(it.Entry, error) bool) {
+		for e, err := range s.MemoryStore.Scan(ctx, r) {
+			if !yield(e, err) {
+				return
+			}
+			if err == nil && s.onScan != nil {
+				s.onScan(e)
+			}
+		}
+	}
+}
+
+// TestNormalizedReadsSkipRecordsThatMovedOn checks the fetch path: an entry
+// read before its record changed is not returned with the new record.
+func TestNormalizedReadsSkipRecordsThatMovedOn(t *testing.T) {
+	ctx := context.Background()
+	s := &hookStore{MemoryStore: it.NewMemoryStore()}
+	tbl := openPeople(t, s)
+	for i := range 5 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
+		require.NoError(t, err)
+	}
+	moved := false
+	s.onScan = func(it.Entry) {
+		if !moved {
+			// The first entry has been read; record 2 leaves Redmond before the
+			// read fetches the records.
+			moved = true
+			_, err := tbl.Update(ctx, person{ID: 2, Town: "S"})
+			require.NoError(t, err)
+		}
+	}
+	var got []int
+	for p, err := range tbl.Find(ctx, it.Query{Index: "town", Eq: it.Tuple{"R"}}) {
+		require.NoError(t, err)
+		got = append(got, p.ID)
+	}
+	require.True(t, moved)
+	assert.Equal(t, []int{0, 1, 3, 4}, got)
+}
+
+func TestClosedStore(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openPeople(t, s)
+	require.NoError(t, s.Close())
+	_, err := tbl.Insert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, it.ErrClosed)
+	_, err = tbl.Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrClosed)
+	for _, err := range tbl.Find(ctx, it.Query{Index: "town"}) {
+		require.ErrorIs(t, err, it.ErrClosed)
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := it.NewMemoryStore()
+	tbl := openPeople(t, s)
+	cancel()
+	_, err := tbl.Upsert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, storeDump(t, s))
+	_, err = it.Open(ctx, s, it.Schema[person]{Name: "x", PrimaryKey: []string{"ID"}})
+	require.ErrorIs(t, err, context.Canceled)
+}

@@ -1,0 +1,519 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"iter"
+	"reflect"
+)
+
+// Query errors.
+var (
+	// ErrInvalidQuery reports a query that does not fit the table's schema.
+	ErrInvalidQuery = errors.New("indextable: invalid query")
+	// ErrInvalidCursor reports a continuation cursor that was altered or
+	// belongs to another query.
+	ErrInvalidCursor = errors.New("indextable: invalid cursor")
+)
+
+// Query selects records through one index table, or through the fact table
+// in primary key order when Index is empty.
+//
+// Eq fixes the leading key components: all of them for an exact match, or
+// fewer for a prefix ("Town = Redmond" on a Town, LastName index). Lower
+// and Upper bound the component after them ("Town = Redmond, LastName
+// from S"). Results come in key order, and with a multi-valued index once
+// per matching entry.
+type Query struct {
+	// Index names the index table to read; empty reads the fact table.
+	Index string
+	// Eq holds values for the leading key components.
+	Eq Tuple
+	// Lower and Upper bound the key component after Eq; nil is unbounded.
+	Lower, Upper *Bound
+	// Reverse returns results in descending key order.
+	Reverse bool
+	// Limit caps the results; 0 means no limit. FindPage needs one.
+	Limit int
+	// Cursor resumes the query after the last result of a previous page, as
+	// returned by FindPage for the same query.
+	Cursor string
+	// Covered asks for the fields the index entry holds only, read from the
+	// index without touching the fact table: the primary key, the index's
+	// single-valued key fields and, for a Partial index, its projection. The
+	// other fields are left zero. A FullCopy entry holds the whole record,
+	// and its reads never touch the fact table.
+	Covered bool
+}
+
+// Bound is one end of a range on a key component.
+type Bound struct {
+	Value     any
+	Exclusive bool
+}
+
+// Inclusive returns a bound that includes v.
+func Inclusive(v any) *Bound { return &Bound{Value: v} }
+
+// Exclusive returns a bound that excludes v.
+func Exclusive(v any) *Bound { return &Bound{Value: v, Exclusive: true} }
+
+// fetchChunk is how many facts a normalized or partial read fetches from
+// the fact table in one GetMany.
+const fetchChunk = 64
+
+// scanPlan is a query compiled against the schema.
+type scanPlan struct {
+	ix          *indexTable // nil for the fact table
+	r           ScanRange
+	fingerprint uint64
+}
+
+func (t *Table[T]) compile(q Query) (*scanPlan, error) {
+	p := &scanPlan{}
+	prefix := t.factSpace
+	fields := t.pk
+	if q.Index != "" {
+		p.ix = t.indexes.lookup(q.Index)
+		if p.ix == nil {
+			return nil, fmt.Errorf("%w: table %q has no index %q", ErrInvalidQuery, t.name, q.Index)
+		}
+		prefix, fields = p.ix.prefix, p.ix.fields
+	}
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("%w: negative limit %d", ErrInvalidQuery, q.Limit)
+	}
+	bounded := q.Lower != nil || q.Upper != nil
+	if fields != nil {
+		n := len(q.Eq)
+		if bounded {
+			n++
+		}
+		if n > len(fields) {
+			return nil, fmt.Errorf("%w: %d key components given, the key has %d", ErrInvalidQuery, n, len(fields))
+		}
+		for i, v := range q.Eq {
+			if err := checkComponent(&fields[i], v); err != nil {
+				return nil, err
+			}
+		}
+		for _, b := range []*Bound{q.Lower, q.Upper} {
+			if b != nil {
+				if err := checkComponent(&fields[len(q.Eq)], b.Value); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	eq, err := AppendTuple(bytes.Clone(prefix), q.Eq...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+	}
+	// A key that extends the tuple encoded as k lies in [k, k+0xFF): no
+	// element encoding starts with 0xFF. (PrefixEnd(k) would be wrong: the
+	// encoding of "a" is a byte prefix of that of "a\x00".)
+	p.r.Start, p.r.End = eq, tupleEnd(eq)
+	if q.Lower != nil {
+		if p.r.Start, err = AppendElement(bytes.Clone(eq), q.Lower.Value); err != nil {
+			return nil, fmt.Errorf("%w: lower bound: %w", ErrInvalidQuery, err)
+		}
+		if q.Lower.Exclusive {
+			p.r.Start = tupleEnd(p.r.Start)
+		}
+	}
+	if q.Upper != nil {
+		if p.r.End, err = AppendElement(bytes.Clone(eq), q.Upper.Value); err != nil {
+			return nil, fmt.Errorf("%w: upper bound: %w", ErrInvalidQuery, err)
+		}
+		if !q.Upper.Exclusive {
+			p.r.End = tupleEnd(p.r.End)
+		}
+	}
+	p.r.Reverse = q.Reverse
+	h := fnv.New64a()
+	for _, part := range [][]byte{[]byte(t.name), []byte(q.Index), p.r.Start, p.r.End, {boolByte(q.Reverse)}} {
+		h.Write(binary.AppendUvarint(nil, uint64(len(part))))
+		h.Write(part)
+	}
+	p.fingerprint = h.Sum64()
+	if q.Cursor != "" {
+		if p.r.After, err = p.decodeCursor(q.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// tupleEnd returns the first key after every key that extends the tuple
+// encoded as k.
+func tupleEnd(k []byte) []byte {
+	return append(k[:len(k):len(k)], 0xFF)
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A cursor is base64url of: format byte, query fingerprint (8 bytes), last
+// key, checksum (8 bytes, FNV-64a of what precedes it). The fingerprint ties
+// it to its query; the checksum catches alterations; and the key must lie
+// in the query's range, so even a forged cursor reads nothing the query
+// could not.
+const cursorFormat = 1
+
+func (p *scanPlan) encodeCursor(lastKey []byte) string {
+	b := make([]byte, 0, 17+len(lastKey))
+	b = append(b, cursorFormat)
+	b = binary.BigEndian.AppendUint64(b, p.fingerprint)
+	b = append(b, lastKey...)
+	h := fnv.New64a()
+	h.Write(b)
+	b = h.Sum(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (p *scanPlan) decodeCursor(s string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 17 || b[0] != cursorFormat {
+		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
+	}
+	body := b[:len(b)-8]
+	h := fnv.New64a()
+	h.Write(body)
+	if !bytes.Equal(h.Sum(nil), b[len(b)-8:]) {
+		return nil, fmt.Errorf("%w: checksum mismatch (altered)", ErrInvalidCursor)
+	}
+	if binary.BigEndian.Uint64(body[1:9]) != p.fingerprint {
+		return nil, fmt.Errorf("%w: it belongs to another query", ErrInvalidCursor)
+	}
+	key := body[9:]
+	if !(ScanRange{Start: p.r.Start, End: p.r.End}).Contains(key) {
+		return nil, fmt.Errorf("%w: its position is outside the query's range", ErrInvalidCursor)
+	}
+	return key, nil
+}
+
+// Find returns the records that q selects, in key order.
+func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		p, err := t.compile(q)
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		for rec, err := range t.rowsAt(ctx, p, q, nil) {
+			if !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// FindPage returns up to q.Limit records that q selects and, when more
+// follow, a cursor that resumes the query after them (set it as q.Cursor);
+// the cursor is empty on the last page.
+func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
+	if q.Limit <= 0 {
+		return nil, "", fmt.Errorf("%w: FindPage needs a positive Limit", ErrInvalidQuery)
+	}
+	p, err := t.compile(q)
+	if err != nil {
+		return nil, "", err
+	}
+	// Read one record past the page, to know whether a cursor is needed.
+	limit := q.Limit
+	q.Limit++
+	page := make([]T, 0, min(q.Limit, fetchChunk))
+	var keys [2][]byte // the entry keys of the last two records read
+	for rec, err := range t.rowsAt(ctx, p, q, func(key []byte) {
+		keys[0], keys[1] = keys[1], append(keys[0][:0], key...)
+	}) {
+		if err != nil {
+			return nil, "", err
+		}
+		page = append(page, rec)
+	}
+	if len(page) <= limit {
+		return page, "", nil
+	}
+	return page[:limit], p.encodeCursor(keys[0]), nil
+}
+
+// Count returns how many index entries (or, without an index, records) q
+// selects, up to q.Limit when set, without decoding any record.
+func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
+	p, err := t.compile(q)
+	if err != nil {
+		return 0, err
+	}
+	p.r.Limit = q.Limit
+	n := 0
+	for _, err := range t.store.Scan(ctx, p.r) {
+		if err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Exists reports whether q selects anything, reading at most one entry.
+func (t *Table[T]) Exists(ctx context.Context, q Query) (bool, error) {
+	q.Limit = 1
+	n, err := t.Count(ctx, q)
+	return n > 0, err
+}
+
+// rowsAt yields the records of plan p; when onKey is not nil it is called
+// with the key of each record's entry before the record is yielded.
+//
+// A FullCopy index, the fact table and covered reads decode each entry as
+// it comes. Other reads gather up to fetchChunk entries and fetch their
+// records with one GetMany. Buffers live for the whole scan, so a read
+// allocates per record only what the codec does.
+func (t *Table[T]) rowsAt(ctx context.Context, p *scanPlan, q Query, onKey func([]byte)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		rec := new(T)
+		emit := func(key []byte) bool {
+			if onKey != nil {
+				onKey(key)
+			}
+			return yield(*rec, nil)
+		}
+		r := p.r
+		if p.ix == nil || p.ix.strategy == FullCopy || q.Covered {
+			r.Limit = q.Limit
+			for e, err := range t.store.Scan(ctx, r) {
+				if err == nil {
+					*rec = zero
+					err = t.decodeDirect(p.ix, e, rec)
+				}
+				if err != nil {
+					yield(zero, err)
+					return
+				}
+				if !emit(e.Key) {
+					return
+				}
+			}
+			return
+		}
+		f := fetcher[T]{t: t, ix: p.ix}
+		n := 0
+		flush := func() bool {
+			defer f.reset()
+			if err := f.fetch(ctx); err != nil {
+				yield(zero, err)
+				return false
+			}
+			for i := range f.pending {
+				*rec = zero
+				ok, err := f.decode(i, rec)
+				if err != nil {
+					yield(zero, err)
+					return false
+				}
+				if !ok {
+					continue
+				}
+				if !emit(f.entryKey(i)) {
+					return false
+				}
+				if n++; n == q.Limit {
+					return false
+				}
+			}
+			return true
+		}
+		for e, err := range t.store.Scan(ctx, r) {
+			if err == nil {
+				err = f.add(e)
+			}
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			want := fetchChunk
+			if q.Limit > 0 {
+				want = min(want, q.Limit-n)
+			}
+			if len(f.pending) == want && !flush() {
+				return
+			}
+		}
+		if len(f.pending) > 0 {
+			flush()
+		}
+	}
+}
+
+// fetcher gathers the entries of a normalized or partial index and fetches
+// their records from the fact table in one GetMany. Keys are kept in one
+// buffer, reused from chunk to chunk.
+type fetcher[T any] struct {
+	t       *Table[T]
+	ix      *indexTable
+	buf     []byte        // fact keys and entry keys
+	pending []pendingFact // offsets into buf
+	keys    [][]byte      // fact keys, for GetMany
+	values  [][]byte      // their records
+	scratch []byte        // key encoding scratch
+	ownKeys [][]byte
+}
+
+// pendingFact is an entry whose record is still to be fetched: its fact key
+// is buf[start:mid] and its entry key buf[mid:end].
+type pendingFact struct{ start, mid, end int }
+
+func (f *fetcher[T]) add(e Entry) error {
+	pk, _, err := f.ix.splitEntry(e.Key, e.Value, len(f.t.pk))
+	if err != nil {
+		return err
+	}
+	start := len(f.buf)
+	f.buf = append(append(f.buf, f.t.factSpace...), pk...)
+	mid := len(f.buf)
+	f.buf = append(f.buf, e.Key...)
+	f.pending = append(f.pending, pendingFact{start, mid, len(f.buf)})
+	return nil
+}
+
+func (f *fetcher[T]) entryKey(i int) []byte {
+	p := f.pending[i]
+	return f.buf[p.mid:p.end]
+}
+
+func (f *fetcher[T]) reset() {
+	f.buf, f.pending = f.buf[:0], f.pending[:0]
+}
+
+func (f *fetcher[T]) fetch(ctx context.Context) error {
+	f.keys = f.keys[:0]
+	for _, p := range f.pending {
+		f.keys = append(f.keys, f.buf[p.start:p.mid])
+	}
+	var err error
+	f.values, err = f.t.store.GetMany(ctx, f.keys)
+	return err
+}
+
+// decode decodes the record of pending entry i into rec, and reports
+// whether it still owns the entry: a record that is gone, or that changed
+// after the entry was read, is left out.
+func (f *fetcher[T]) decode(i int, rec *T) (bool, error) {
+	v := f.values[i]
+	if v == nil {
+		return false, nil
+	}
+	_, payload, err := splitFact(v)
+	if err == nil {
+		err = f.t.codec.Unmarshal(payload, rec)
+	}
+	if err != nil {
+		return false, fmt.Errorf("table %q: decode record: %w", f.t.name, err)
+	}
+	f.ownKeys, err = f.ix.keysInto(f.ownKeys[:0], reflect.ValueOf(rec).Elem(), f.scratch[:0])
+	if err != nil {
+		return false, err
+	}
+	if len(f.ownKeys) == 1 {
+		f.scratch = f.ownKeys[0]
+	}
+	p := f.pending[i]
+	return ownsEntry(f.ix, f.ownKeys, f.buf[p.mid:p.end], f.buf[p.start+len(f.t.factSpace):p.mid]), nil
+}
+
+// ownsEntry reports whether the record with encoded primary key pk, whose
+// keys in ix are keys, has the entry entryKey.
+func ownsEntry(ix *indexTable, keys [][]byte, entryKey, pk []byte) bool {
+	rest := entryKey[len(ix.prefix):]
+	if !ix.unique {
+		if !bytes.HasSuffix(rest, pk) {
+			return false
+		}
+		rest = rest[:len(rest)-len(pk)]
+	}
+	for _, k := range keys {
+		if bytes.Equal(rest, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeDirect decodes into rec a record from a fact table entry (ix nil)
+// or a full-copy entry, or the covered fields of any index entry.
+func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
+	var payload []byte
+	var err error
+	switch {
+	case ix == nil:
+		_, payload, err = splitFact(e.Value)
+	case ix.strategy == FullCopy && !ix.unique:
+		payload = e.Value
+	default:
+		var pk []byte
+		pk, payload, err = ix.splitEntry(e.Key, e.Value, len(t.pk))
+		if err == nil && ix.strategy != FullCopy {
+			return t.decodeCovered(ix, e.Key, pk, payload, reflect.ValueOf(rec).Elem())
+		}
+	}
+	if err == nil {
+		err = t.codec.Unmarshal(payload, rec)
+	}
+	if err != nil {
+		return fmt.Errorf("table %q: decode record: %w", t.name, err)
+	}
+	return nil
+}
+
+// decodeCovered fills rv with what an index entry holds: the primary key,
+// the single-valued key fields and the projection.
+func (t *Table[T]) decodeCovered(ix *indexTable, key, pk, payload []byte, rv reflect.Value) error {
+	pkTuple, err := DecodeTuple(pk)
+	if err != nil {
+		return err
+	}
+	for i := range t.pk {
+		if err := setField(rv, &t.pk[i], pkTuple[i]); err != nil {
+			return err
+		}
+	}
+	if ix.fields != nil {
+		rest := key[len(ix.prefix):]
+		for i := range ix.fields {
+			v, next, err := DecodeElement(rest)
+			if err != nil {
+				return err
+			}
+			rest = next
+			if !ix.fields[i].multi {
+				if err := setField(rv, &ix.fields[i], v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if ix.strategy == Partial {
+		return ix.proj.decodePayload(payload, rv, t.codec)
+	}
+	return nil
+}
+
+func setField(rv reflect.Value, f *field, v any) error {
+	fv, err := rv.FieldByIndexErr(f.index)
+	if err != nil {
+		return nil // behind a nil embedded pointer: leave it unset
+	}
+	return setKeyValue(fv, v)
+}

@@ -1,0 +1,113 @@
+package indextable
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// Strategy says what an index entry holds besides its key, and so what a
+// read through the index costs.
+type Strategy uint8
+
+const (
+	// KeysOnly is the normalized strategy: an entry holds only the key and
+	// the record's primary key. A read does two lookups (the index, then the
+	// fact table, fetched in batches). Least space and write work.
+	KeysOnly Strategy = iota
+	// FullCopy is full denormalization: an entry holds a whole copy of the
+	// record. A read is one lookup; every change to the record rewrites the
+	// entry, and each entry costs a record's space.
+	FullCopy
+	// Partial is partial denormalization: an entry holds the primary key and
+	// the fields named in the index's Projection. Queries that ask only for
+	// those fields (Query.Covered) are answered from the index alone; others
+	// fetch the record from the fact table.
+	Partial
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case KeysOnly:
+		return "keys-only"
+	case FullCopy:
+		return "full-copy"
+	case Partial:
+		return "partial"
+	}
+	return fmt.Sprintf("Strategy(%d)", uint8(s))
+}
+
+// Projection is the compiled list of fields a Partial index keeps. Its
+// entry payload is one tuple element (a byte string) per field, holding the
+// field's value in the table's codec, so a field of any type can be kept.
+type Projection struct {
+	fields []field
+}
+
+// Fields returns the names of the projected fields.
+func (p Projection) Fields() []string {
+	names := make([]string, len(p.fields))
+	for i := range p.fields {
+		names[i] = p.fields[i].name
+	}
+	return names
+}
+
+func compileProjection(rt reflect.Type, names []string) (Projection, error) {
+	var p Projection
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			return p, fmt.Errorf("%w: projection names %q twice", ErrInvalidSchema, n)
+		}
+		seen[n] = true
+		f, err := lookupProjected(rt, n)
+		if err != nil {
+			return p, err
+		}
+		p.fields = append(p.fields, f)
+	}
+	return p, nil
+}
+
+// appendPayload appends the projected fields of rv.
+func (p Projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte, error) {
+	for i := range p.fields {
+		fv := p.fields[i].get(rv)
+		var b []byte
+		if fv.IsValid() {
+			var err error
+			if b, err = c.Marshal(fv.Interface()); err != nil {
+				return dst, fmt.Errorf("projected field %q: %w", p.fields[i].name, err)
+			}
+		}
+		dst = appendBytes(dst, b)
+	}
+	return dst, nil
+}
+
+// decodePayload sets the projected fields of rv from a payload.
+func (p Projection) decodePayload(payload []byte, rv reflect.Value, c Codec) error {
+	for i := range p.fields {
+		v, rest, err := DecodeElement(payload)
+		if err != nil {
+			return err
+		}
+		payload = rest
+		b, ok := v.([]byte)
+		if !ok {
+			return fmt.Errorf("%w: projected field %q is not a byte string", ErrMalformedKey, p.fields[i].name)
+		}
+		if len(b) == 0 {
+			continue
+		}
+		fv, err := rv.FieldByIndexErr(p.fields[i].index)
+		if err != nil {
+			continue
+		}
+		if err := c.Unmarshal(b, fv.Addr().Interface()); err != nil {
+			return fmt.Errorf("projected field %q: %w", p.fields[i].name, err)
+		}
+	}
+	return nil
+}

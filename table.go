@@ -1,0 +1,350 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+)
+
+// Table errors, in addition to the Store errors.
+var (
+	// ErrInvalidSchema reports a schema that cannot be opened.
+	ErrInvalidSchema = errors.New("indextable: invalid schema")
+	// ErrExists reports an insert of a primary key that is taken.
+	ErrExists = errors.New("indextable: record exists")
+	// ErrUniqueViolation reports a write that would give two records one key
+	// in a unique index.
+	ErrUniqueViolation = errors.New("indextable: unique index violation")
+	// ErrInvalidKey reports a primary key, or a computed index key, that does
+	// not fit the schema.
+	ErrInvalidKey = errors.New("indextable: invalid key")
+)
+
+// Key spaces within a table's part of the store.
+const (
+	spaceFact  = 0
+	spaceIndex = 1
+)
+
+// maxAttempts bounds the retries of a write whose read was overtaken by a
+// concurrent write to the same record or unique key.
+const maxAttempts = 64
+
+// Schema declares a table: its name, primary key and index tables.
+type Schema[T any] struct {
+	// Name identifies the table in the store; tables with different names
+	// share a store without touching each other's keys.
+	Name string
+	// PrimaryKey names the fields that make the primary key, in order.
+	PrimaryKey []string
+	// Indexes declares the index tables kept with the fact table.
+	Indexes []Index[T]
+	// Codec encodes records; nil means JSONCodec.
+	Codec Codec
+}
+
+// Version counts the writes to one record: 1 after its insert, one more
+// after each update. A delete forgets it, so a record that is deleted and
+// inserted again starts at 1.
+type Version uint64
+
+// Table is a fact table of records of type T, a struct, ordered by primary
+// key, together with its index tables. It is safe for concurrent use.
+type Table[T any] struct {
+	store     Store
+	name      string
+	codec     Codec
+	rtype     reflect.Type
+	pk        []field
+	factSpace []byte
+	indexes   indexManager
+	utf8      bool // key strings must be valid UTF-8 (see indexTable.utf8)
+}
+
+// Open opens the table that schema declares over store, checking the
+// schema against T. It writes nothing.
+func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T], error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rt := reflect.TypeFor[T]()
+	if rt.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: record type %s is not a struct", ErrInvalidSchema, rt)
+	}
+	if schema.Name == "" {
+		return nil, fmt.Errorf("%w: the table has no name", ErrInvalidSchema)
+	}
+	if len(schema.PrimaryKey) == 0 {
+		return nil, fmt.Errorf("%w: table %q has no primary key", ErrInvalidSchema, schema.Name)
+	}
+	t := &Table[T]{store: store, name: schema.Name, codec: schema.Codec, rtype: rt}
+	if t.codec == nil {
+		t.codec = JSONCodec{}
+	}
+	_, t.utf8 = t.codec.(JSONCodec)
+	prefix := appendString(nil, schema.Name)
+	t.factSpace = appendInt(bytes.Clone(prefix), spaceFact)
+	for i, name := range schema.PrimaryKey {
+		for _, prev := range schema.PrimaryKey[:i] {
+			if prev == name {
+				return nil, fmt.Errorf("%w: primary key names %q twice", ErrInvalidSchema, name)
+			}
+		}
+		f, err := lookupField(rt, name, false)
+		if err != nil {
+			return nil, fmt.Errorf("primary key: %w", err)
+		}
+		t.pk = append(t.pk, f)
+	}
+	for _, spec := range schema.Indexes {
+		if t.indexes.lookup(spec.Name) != nil {
+			return nil, fmt.Errorf("%w: two indexes are named %q", ErrInvalidSchema, spec.Name)
+		}
+		ix, err := compileIndex(rt, prefix, spec, t.utf8)
+		if err != nil {
+			return nil, err
+		}
+		t.indexes.indexes = append(t.indexes.indexes, ix)
+	}
+	return t, nil
+}
+
+// Name returns the table's name.
+func (t *Table[T]) Name() string { return t.name }
+
+// WriteOption refines a write.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	ifVersion Version // 0: unconditional
+}
+
+// IfVersion makes an Update or Delete conditional: it applies only if the
+// record's version is still v (as read by GetVersioned or returned by the
+// last write) and otherwise returns an error wrapping ErrConflict.
+func IfVersion(v Version) WriteOption {
+	return func(o *writeOptions) { o.ifVersion = v }
+}
+
+type writeKind uint8
+
+const (
+	writeInsert writeKind = iota // fails if present
+	writeUpsert                  // either
+	writeUpdate                  // fails if absent
+	writeDelete                  // fails if absent
+)
+
+// Insert adds rec, which must have a primary key not yet in the table
+// (ErrExists otherwise), and returns its version.
+func (t *Table[T]) Insert(ctx context.Context, rec T) (Version, error) {
+	return t.writeRecord(ctx, writeInsert, rec, nil)
+}
+
+// Upsert adds rec or replaces the record with its primary key, and returns
+// the new version.
+func (t *Table[T]) Upsert(ctx context.Context, rec T) (Version, error) {
+	return t.writeRecord(ctx, writeUpsert, rec, nil)
+}
+
+// Update replaces the record with rec's primary key, which must exist
+// (ErrNotFound otherwise), and returns the new version.
+func (t *Table[T]) Update(ctx context.Context, rec T, opts ...WriteOption) (Version, error) {
+	return t.writeRecord(ctx, writeUpdate, rec, opts)
+}
+
+// Delete removes the record with primary key pk and its index entries; it
+// returns an error wrapping ErrNotFound if there is none.
+func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) error {
+	key, err := t.encodePK(pk)
+	if err != nil {
+		return err
+	}
+	_, err = t.write(ctx, writeDelete, reflect.Value{}, key, opts)
+	return err
+}
+
+func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts []WriteOption) (Version, error) {
+	rv := reflect.ValueOf(&rec).Elem()
+	var pk []byte
+	for i := range t.pk {
+		fv := t.pk[i].get(rv)
+		if !fv.IsValid() {
+			return 0, fmt.Errorf("%w: primary key field %q is unreachable (nil embedded pointer)", ErrInvalidKey, t.pk[i].name)
+		}
+		if t.utf8 && !validUTF8(fv) {
+			return 0, invalidUTF8("primary key", fv.Interface())
+		}
+		pk = appendKeyValue(pk, fv)
+	}
+	return t.write(ctx, kind, rv, pk, opts)
+}
+
+// write makes one record change: it reads the current record, computes the
+// batch that replaces it with rv (or deletes it when rv is invalid) and its
+// index entries, and commits that batch conditional on the current record
+// being unchanged, retrying when a concurrent write got there first.
+func (t *Table[T]) write(ctx context.Context, kind writeKind, rv reflect.Value, pk []byte, opts []WriteOption) (Version, error) {
+	var o writeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	factKey := append(bytes.Clone(t.factSpace), pk...)
+	var (
+		payload    []byte
+		newEntries []entry
+	)
+	if rv.IsValid() {
+		var err error
+		if payload, err = t.codec.Marshal(rv.Interface()); err != nil {
+			return 0, fmt.Errorf("table %q: encode record: %w", t.name, err)
+		}
+		if newEntries, err = t.indexes.entries(rv, pk, payload, t.codec); err != nil {
+			return 0, fmt.Errorf("table %q: %w", t.name, err)
+		}
+	}
+	var b Batch
+	for attempt := 1; ; attempt++ {
+		oldValue, err := t.store.Get(ctx, factKey)
+		exists := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return 0, err
+		}
+		var oldVersion Version
+		var oldEntries []entry
+		if exists {
+			v, oldPayload, err := splitFact(oldValue)
+			if err != nil {
+				return 0, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
+			}
+			oldVersion = v
+			if oldEntries, err = t.entriesOf(oldPayload, pk); err != nil {
+				return 0, err
+			}
+		}
+		switch {
+		case kind == writeInsert && exists:
+			return 0, fmt.Errorf("%w: table %q, primary key %v", ErrExists, t.name, decodeForError(pk))
+		case (kind == writeUpdate || kind == writeDelete) && !exists:
+			return 0, fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, decodeForError(pk))
+		case o.ifVersion != 0 && o.ifVersion != oldVersion:
+			return 0, fmt.Errorf("%w: table %q, primary key %v is at version %d, not %d", ErrConflict, t.name, decodeForError(pk), oldVersion, o.ifVersion)
+		}
+
+		b.Reset()
+		if exists {
+			b.ExpectValue(factKey, oldValue)
+		} else {
+			b.ExpectAbsent(factKey)
+		}
+		version := oldVersion + 1
+		if rv.IsValid() {
+			b.Put(factKey, appendFact(version, payload))
+		} else {
+			b.Delete(factKey)
+			version = 0
+		}
+		if err := t.indexes.plan(ctx, t.store, &b, oldEntries, newEntries); err != nil {
+			return 0, fmt.Errorf("table %q: %w", t.name, err)
+		}
+		err = commit(ctx, t.store, &b)
+		if err == nil {
+			return version, nil
+		}
+		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
+			return 0, fmt.Errorf("table %q: %w", t.name, err)
+		}
+	}
+}
+
+// entriesOf decodes a stored record and returns its index entries.
+func (t *Table[T]) entriesOf(payload, pk []byte) ([]entry, error) {
+	if len(t.indexes.indexes) == 0 {
+		return nil, nil
+	}
+	var rec T
+	if err := t.codec.Unmarshal(payload, &rec); err != nil {
+		return nil, fmt.Errorf("table %q: decode record %v: %w", t.name, decodeForError(pk), err)
+	}
+	entries, err := t.indexes.entries(reflect.ValueOf(&rec).Elem(), pk, payload, t.codec)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", t.name, err)
+	}
+	return entries, nil
+}
+
+// appendFact encodes a fact record: its version, then its codec payload.
+func appendFact(v Version, payload []byte) []byte {
+	out := make([]byte, 0, binary.MaxVarintLen64+len(payload))
+	return append(binary.AppendUvarint(out, uint64(v)), payload...)
+}
+
+// splitFact decodes a fact record.
+func splitFact(value []byte) (Version, []byte, error) {
+	v, n := binary.Uvarint(value)
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%w: fact record has no version", ErrMalformedKey)
+	}
+	return Version(v), value[n:], nil
+}
+
+// decodeForError renders an encoded tuple for an error message.
+func decodeForError(b []byte) any {
+	if t, err := DecodeTuple(b); err == nil {
+		return t
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// encodePK encodes a primary key given as a tuple, checking it against the
+// schema.
+func (t *Table[T]) encodePK(pk Tuple) ([]byte, error) {
+	if len(pk) != len(t.pk) {
+		return nil, fmt.Errorf("%w: table %q has %d primary key components, got %d", ErrInvalidKey, t.name, len(t.pk), len(pk))
+	}
+	for i, v := range pk {
+		if err := checkComponent(&t.pk[i], v); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+		}
+	}
+	key, err := AppendTuple(nil, pk...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	}
+	return key, nil
+}
+
+// Get returns the record with primary key pk (one component per primary key
+// field), or an error wrapping ErrNotFound.
+func (t *Table[T]) Get(ctx context.Context, pk ...any) (T, error) {
+	rec, _, err := t.GetVersioned(ctx, pk...)
+	return rec, err
+}
+
+// GetVersioned is Get that also returns the record's version, for a later
+// conditional write with IfVersion.
+func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, error) {
+	var rec T
+	key, err := t.encodePK(pk)
+	if err != nil {
+		return rec, 0, err
+	}
+	value, err := t.store.Get(ctx, append(bytes.Clone(t.factSpace), key...))
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, pk)
+		}
+		return rec, 0, err
+	}
+	v, payload, err := splitFact(value)
+	if err == nil {
+		err = t.codec.Unmarshal(payload, &rec)
+	}
+	if err != nil {
+		return rec, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, pk, err)
+	}
+	return rec, v, nil
+}
