@@ -1,0 +1,29 @@
+# indextable: developer targets. `make test` is what CI runs.
+GO ?= go
+BENCHTIME ?= 1s
+FUZZTIME ?= 30s
+
+.PHONY: test bench fuzz lint examples
+
+# vet, then every test with the race detector.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+# The benchmarks at 100,000 records, with the google/btree floor in the same run.
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) .
+
+# Each fuzz target for FUZZTIME.
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeTuple$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzTupleOrder$$' -fuzztime=$(FUZZTIME) .
+
+# gofmt and vet must be clean.
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+examples:
+	$(GO) run ./examples/customers
+	$(GO) run ./examples/movies

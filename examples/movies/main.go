@@ -1,0 +1,110 @@
+// Command movies runs the Index Table pattern's movie example: movies
+// partitioned by genre with the title as row key, and a multi-valued actor
+// index table, partially denormalized with each movie's actors, so "movies
+// with this actor, and who co-starred" is answered from the index alone.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/countingstore"
+)
+
+// Movie is a record of the fact table, keyed by (Genre, Title).
+type Movie struct {
+	Genre    string
+	Title    string
+	Year     int
+	Actors   []string
+	Synopsis string
+}
+
+var movies = []Movie{
+	{"Action", "Fast Lane", 2019, []string{"Ava Stone", "Ben Cole"}, "A courier outruns a syndicate."},
+	{"Action", "Iron Harbor", 2021, []string{"Ben Cole", "Cara Diaz"}, "Dockworkers take on a cartel."},
+	{"Comedy", "Best Man Down", 2018, []string{"Dan Ellis", "Ava Stone"}, "A wedding toast goes wrong."},
+	{"Comedy", "Tax Season", 2022, []string{"Eve Fox"}, "An accountant's worst April."},
+	{"Sci-Fi", "Deep Orbit", 2020, []string{"Cara Diaz", "Ava Stone", "Dan Ellis"}, "A station loses contact."},
+	{"Sci-Fi", "Red Dust", 2023, []string{"Ben Cole"}, "Miners on Mars find water."},
+	{"Sci-Fi", "Zero Point", 2017, []string{"Eve Fox", "Cara Diaz"}, "A physicist stops time."},
+}
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context) error {
+	store := countingstore.New(indextable.NewMemoryStore())
+	defer store.Close()
+	table, err := indextable.Open(ctx, store, indextable.Schema[Movie]{
+		Name:       "movies",
+		PrimaryKey: []string{"Genre", "Title"},
+		Indexes: []indextable.Index[Movie]{{
+			Name:        "actor",
+			Fields:      []string{"Actors"},
+			MultiValued: true,
+			Strategy:    indextable.Partial,
+			Projection:  []string{"Actors", "Year"},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range movies {
+		if _, err := table.Insert(ctx, m); err != nil {
+			return err
+		}
+	}
+
+	show := func(title string, q indextable.Query) error {
+		before := store.Counts()
+		fmt.Println(title + ":")
+		for m, err := range table.Find(ctx, q) {
+			if err != nil {
+				return err
+			}
+			line := fmt.Sprintf("  %-7s %-14s %d  %s", m.Genre, m.Title, m.Year, strings.Join(m.Actors, ", "))
+			if m.Synopsis != "" {
+				line += "  | " + m.Synopsis
+			}
+			fmt.Println(line)
+		}
+		c := store.Counts().Sub(before)
+		fmt.Printf("  cost: %d lookups (%d scans, %d fact fetches of %d records)\n\n", c.Lookups(), c.Scans, c.GetManys, c.ManyKeys)
+		return nil
+	}
+	steps := []struct {
+		title string
+		q     indextable.Query
+	}{
+		{"Sci-Fi movies (one partition of the fact table)", indextable.Query{Eq: indextable.Tuple{"Sci-Fi"}}},
+		{"Movies with Ava Stone, from the actor index alone", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ava Stone"}, Covered: true}},
+		{"Movies with Ava Stone, whole records", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ava Stone"}}},
+		{"Actors from C to E, each with their movies", indextable.Query{Index: "actor", Lower: indextable.Inclusive("C"), Upper: indextable.Exclusive("E"), Covered: true}},
+	}
+	for _, s := range steps {
+		if err := show(s.title, s.q); err != nil {
+			return err
+		}
+	}
+
+	// Recasting a movie moves it between actors' entries in one atomic write.
+	m, err := table.Get(ctx, "Sci-Fi", "Red Dust")
+	if err != nil {
+		return err
+	}
+	m.Actors = []string{"Ava Stone", "Eve Fox"}
+	before := store.Counts()
+	if _, err := table.Update(ctx, m); err != nil {
+		return err
+	}
+	c := store.Counts().Sub(before)
+	fmt.Printf("Recast Red Dust with Ava Stone and Eve Fox: one batch of %d operations\n\n", c.Ops)
+	return show("Movies with Ben Cole now", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ben Cole"}, Covered: true})
+}
