@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/google/btree"
@@ -31,6 +32,45 @@ type Customer struct {
 	Town      string
 	Email     string
 	Phone     string
+}
+
+// benchBase is the loaded data set and benchTownNames its towns, made once
+// so that no benchmark times fmt.Sprintf.
+var (
+	benchBase      = sync.OnceValue(func() []Customer { return benchCustomers(0, benchRecords) })
+	benchTownNames = sync.OnceValue(func() []string {
+		towns := make([]string, benchTowns)
+		for i := range towns {
+			towns[i] = fmt.Sprintf("Town%03d", i)
+		}
+		return towns
+	})
+)
+
+// benchCustomers returns n customers numbered from start.
+func benchCustomers(start, n int) []Customer {
+	out := make([]Customer, n)
+	for i := range out {
+		out[i] = benchCustomer(start + i)
+	}
+	return out
+}
+
+// freshCustomers returns a source of customers numbered from *next on,
+// made in batches with the timer stopped.
+func freshCustomers(b *testing.B, next *int) func() Customer {
+	var batch []Customer
+	return func() Customer {
+		if len(batch) == 0 {
+			b.StopTimer()
+			batch = benchCustomers(*next, 4096)
+			*next += len(batch)
+			b.StartTimer()
+		}
+		c := batch[0]
+		batch = batch[1:]
+		return c
+	}
 }
 
 func benchCustomer(i int) Customer {
@@ -68,8 +108,8 @@ func openBenchTable(b *testing.B, s it.Strategy, proj []string, codec it.Codec) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := range benchRecords {
-		if _, err := tbl.Insert(context.Background(), benchCustomer(i)); err != nil {
+	for _, c := range benchBase() {
+		if _, err := tbl.Insert(context.Background(), c); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -96,12 +136,13 @@ func BenchmarkTable(b *testing.B) {
 
 func benchTable(b *testing.B, tbl *it.Table[Customer], strategy it.Strategy) {
 	ctx := context.Background()
+	base, towns := benchBase(), benchTownNames()
 	next := benchRecords
 	b.Run("insert", func(b *testing.B) {
 		b.ReportAllocs()
+		fresh := freshCustomers(b, &next)
 		for range b.N {
-			next++
-			if _, err := tbl.Insert(ctx, benchCustomer(next)); err != nil {
+			if _, err := tbl.Insert(ctx, fresh()); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -109,8 +150,8 @@ func benchTable(b *testing.B, tbl *it.Table[Customer], strategy it.Strategy) {
 	b.Run("update-moving-key", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
-			c := benchCustomer(i % benchRecords)
-			c.Town = fmt.Sprintf("Town%03d", (i/benchRecords+1+i)%benchTowns)
+			c := base[i%benchRecords]
+			c.Town = towns[(i/benchRecords+1+i)%benchTowns]
 			if _, err := tbl.Upsert(ctx, c); err != nil {
 				b.Fatal(err)
 			}
@@ -120,7 +161,7 @@ func benchTable(b *testing.B, tbl *it.Table[Customer], strategy it.Strategy) {
 		b.ReportAllocs()
 		n := 0
 		for i := range b.N {
-			c := benchCustomer(i % benchRecords)
+			c := base[i%benchRecords]
 			for _, err := range tbl.Find(ctx, it.Query{Index: "town_lastname", Eq: it.Tuple{c.Town, c.LastName}}) {
 				if err != nil {
 					b.Fatal(err)
@@ -134,7 +175,7 @@ func benchTable(b *testing.B, tbl *it.Table[Customer], strategy it.Strategy) {
 		b.ReportAllocs()
 		for i := range b.N {
 			n := 0
-			q := it.Query{Index: "town_lastname", Eq: it.Tuple{fmt.Sprintf("Town%03d", i%benchTowns)}, Limit: 100}
+			q := it.Query{Index: "town_lastname", Eq: it.Tuple{towns[i%benchTowns]}, Limit: 100}
 			for _, err := range tbl.Find(ctx, q) {
 				if err != nil {
 					b.Fatal(err)
@@ -150,7 +191,7 @@ func benchTable(b *testing.B, tbl *it.Table[Customer], strategy it.Strategy) {
 		b.Run("range100-covered", func(b *testing.B) {
 			b.ReportAllocs()
 			for i := range b.N {
-				q := it.Query{Index: "town_lastname", Eq: it.Tuple{fmt.Sprintf("Town%03d", i%benchTowns)}, Limit: 100, Covered: true}
+				q := it.Query{Index: "town_lastname", Eq: it.Tuple{towns[i%benchTowns]}, Limit: 100, Covered: true}
 				for _, err := range tbl.Find(ctx, q) {
 					if err != nil {
 						b.Fatal(err)
@@ -162,7 +203,7 @@ func benchTable(b *testing.B, tbl *it.Table[Customer], strategy it.Strategy) {
 	b.Run("get", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
-			if _, err := tbl.Get(ctx, fmt.Sprintf("C%07d", i%benchRecords)); err != nil {
+			if _, err := tbl.Get(ctx, base[i%benchRecords].ID); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -201,22 +242,23 @@ func (f *floor) upsert(c Customer) {
 
 func BenchmarkFloor(b *testing.B) {
 	f := newFloor()
-	for i := range benchRecords {
-		f.upsert(benchCustomer(i))
+	base, towns := benchBase(), benchTownNames()
+	for _, c := range base {
+		f.upsert(c)
 	}
 	next := benchRecords
 	b.Run("insert", func(b *testing.B) {
 		b.ReportAllocs()
+		fresh := freshCustomers(b, &next)
 		for range b.N {
-			next++
-			f.upsert(benchCustomer(next))
+			f.upsert(fresh())
 		}
 	})
 	b.Run("update-moving-key", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
-			c := benchCustomer(i % benchRecords)
-			c.Town = fmt.Sprintf("Town%03d", (i/benchRecords+1+i)%benchTowns)
+			c := base[i%benchRecords]
+			c.Town = towns[(i/benchRecords+1+i)%benchTowns]
 			f.upsert(c)
 		}
 	})
@@ -224,7 +266,7 @@ func BenchmarkFloor(b *testing.B) {
 		b.ReportAllocs()
 		var out []Customer
 		for i := range b.N {
-			c := benchCustomer(i % benchRecords)
+			c := base[i%benchRecords]
 			pivot := &Customer{Town: c.Town, LastName: c.LastName}
 			out = out[:0]
 			f.townName.AscendGreaterOrEqual(pivot, func(r *Customer) bool {
@@ -240,7 +282,7 @@ func BenchmarkFloor(b *testing.B) {
 		b.ReportAllocs()
 		out := make([]Customer, 0, 100)
 		for i := range b.N {
-			town := fmt.Sprintf("Town%03d", i%benchTowns)
+			town := towns[i%benchTowns]
 			out = out[:0]
 			f.townName.AscendGreaterOrEqual(&Customer{Town: town}, func(r *Customer) bool {
 				if r.Town != town || len(out) == 100 {
@@ -257,7 +299,7 @@ func BenchmarkFloor(b *testing.B) {
 	b.Run("get", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
-			if _, ok := f.primary.Get(&Customer{ID: fmt.Sprintf("C%07d", i%benchRecords)}); !ok {
+			if _, ok := f.primary.Get(&base[i%benchRecords]); !ok {
 				b.Fatal("missing")
 			}
 		}

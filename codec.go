@@ -1,7 +1,6 @@
 package indextable
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"reflect"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Codec turns records into the bytes stored in fact tables and in
@@ -33,6 +33,23 @@ func (JSONCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 // Unmarshal implements Codec.
 func (JSONCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// AppendMarshaler is a Codec that can encode into a caller's buffer, which
+// saves a write a copy.
+type AppendMarshaler interface {
+	// AppendMarshal appends the encoding of v to dst.
+	AppendMarshal(dst []byte, v any) ([]byte, error)
+}
+
+// appendMarshal appends the encoding of v to dst, through AppendMarshal
+// when c has it.
+func appendMarshal(c Codec, dst []byte, v any) ([]byte, error) {
+	if am, ok := c.(AppendMarshaler); ok {
+		return am.AppendMarshal(dst, v)
+	}
+	b, err := c.Marshal(v)
+	return append(dst, b...), err
+}
 
 // ErrCodec reports a value a codec cannot encode, or bytes it cannot
 // decode.
@@ -65,20 +82,31 @@ type binaryPlan struct {
 
 type (
 	encFn func(dst []byte, v reflect.Value) ([]byte, error)
-	decFn func(d *binaryDecoder, v reflect.Value) error
+	// decFn decodes into v from d and returns d advanced past what it read.
+	// The decoder goes by value, so that decoding allocates nothing of its
+	// own.
+	decFn func(d binaryDecoder, v reflect.Value) (binaryDecoder, error)
 )
 
-// binaryDecoder reads an encoding; strings are cut from s, one copy of the
-// whole input.
+// binaryDecoder reads an encoding from s, a string copy of the whole input
+// that decoded strings are cut from: one allocation for all of them.
 type binaryDecoder struct {
-	b   []byte
 	s   string
 	off int
 }
 
-// Marshal implements Codec.
+// Marshal implements Codec. As with encoding/json, Marshal(&v) encodes
+// what Marshal(v) does, and Unmarshal(data, &v) decodes it.
 func (c *BinaryCodec) Marshal(v any) ([]byte, error) {
+	return c.AppendMarshal(make([]byte, 0, 64), v)
+}
+
+// AppendMarshal implements AppendMarshaler.
+func (c *BinaryCodec) AppendMarshal(dst []byte, v any) ([]byte, error) {
 	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		rv = rv.Elem()
+	}
 	if !rv.IsValid() {
 		return nil, fmt.Errorf("%w: cannot encode nil", ErrCodec)
 	}
@@ -86,8 +114,7 @@ func (c *BinaryCodec) Marshal(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	dst := binary.BigEndian.AppendUint32(make([]byte, 0, 64), p.fingerprint)
-	return p.enc(dst, rv)
+	return p.enc(binary.BigEndian.AppendUint32(dst, p.fingerprint), rv)
 }
 
 // Unmarshal implements Codec.
@@ -103,8 +130,8 @@ func (c *BinaryCodec) Unmarshal(data []byte, v any) error {
 	if len(data) < 4 || binary.BigEndian.Uint32(data) != p.fingerprint {
 		return fmt.Errorf("%w: the bytes were not encoded for the current layout of %s", ErrCodec, rv.Type().Elem())
 	}
-	d := &binaryDecoder{b: data, s: string(data), off: 4}
-	if err := p.dec(d, rv.Elem()); err != nil {
+	d, err := p.dec(binaryDecoder{s: string(data), off: 4}, rv.Elem())
+	if err != nil {
 		return err
 	}
 	if d.off != len(data) {
@@ -141,59 +168,63 @@ func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (en
 					return append(dst, 1), nil
 				}
 				return append(dst, 0), nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				b, err := d.fixed(1)
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				b, d, err := d.fixed(1)
 				if err == nil {
 					v.SetBool(b[0] != 0)
 				}
-				return err
+				return d, err
 			}, nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return func(dst []byte, v reflect.Value) ([]byte, error) {
 				return binary.AppendVarint(dst, v.Int()), nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				x, err := d.varint()
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				x, d, err := d.varint()
 				if err == nil {
 					if v.OverflowInt(x) {
-						return d.fail("integer %d overflows %s", x, v.Type())
+						return d, d.fail("integer %d overflows %s", x, v.Type())
 					}
 					v.SetInt(x)
 				}
-				return err
+				return d, err
 			}, nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return func(dst []byte, v reflect.Value) ([]byte, error) {
 				return binary.AppendUvarint(dst, v.Uint()), nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				x, err := d.uvarint()
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				x, d, err := d.uvarint()
 				if err == nil {
 					if v.OverflowUint(x) {
-						return d.fail("integer %d overflows %s", x, v.Type())
+						return d, d.fail("integer %d overflows %s", x, v.Type())
 					}
 					v.SetUint(x)
 				}
-				return err
+				return d, err
 			}, nil
 	case reflect.Float32, reflect.Float64:
 		return func(dst []byte, v reflect.Value) ([]byte, error) {
 				return binary.LittleEndian.AppendUint64(dst, math.Float64bits(v.Float())), nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				b, err := d.fixed(8)
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				b, d, err := d.fixed(8)
 				if err == nil {
-					v.SetFloat(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+					var u uint64
+					for i := 7; i >= 0; i-- {
+						u = u<<8 | uint64(b[i])
+					}
+					v.SetFloat(math.Float64frombits(u))
 				}
-				return err
+				return d, err
 			}, nil
 	case reflect.String:
 		return func(dst []byte, v reflect.Value) ([]byte, error) {
 				s := v.String()
 				return append(binary.AppendUvarint(dst, uint64(len(s))), s...), nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				s, err := d.str()
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				s, d, err := d.str()
 				if err == nil {
 					v.SetString(s)
 				}
-				return err
+				return d, err
 			}, nil
 	case reflect.Pointer:
 		if visiting[t] {
@@ -210,17 +241,16 @@ func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (en
 					return append(dst, 0), nil
 				}
 				return elemEnc(append(dst, 1), v.Elem())
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				b, err := d.fixed(1)
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				b, d, err := d.fixed(1)
 				if err != nil || b[0] == 0 {
-					return err
+					return d, err
 				}
 				p := reflect.New(t.Elem())
-				if err := elemDec(d, p.Elem()); err != nil {
-					return err
+				if d, err = elemDec(d, p.Elem()); err == nil {
+					v.Set(p)
 				}
-				v.Set(p)
-				return nil
+				return d, err
 			}, nil
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
@@ -242,19 +272,19 @@ func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (en
 					}
 				}
 				return dst, nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				n, err := d.count()
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				n, d, err := d.count()
 				if err != nil || n < 0 {
-					return err
+					return d, err
 				}
 				s := reflect.MakeSlice(t, n, n)
 				for i := range n {
-					if err := elemDec(d, s.Index(i)); err != nil {
-						return err
+					if d, err = elemDec(d, s.Index(i)); err != nil {
+						return d, err
 					}
 				}
 				v.Set(s)
-				return nil
+				return d, nil
 			}, nil
 	case reflect.Array:
 		elemEnc, elemDec, err := compileBinary(t.Elem(), h, visiting)
@@ -270,13 +300,14 @@ func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (en
 					}
 				}
 				return dst, nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				var err error
 				for i := range v.Len() {
-					if err := elemDec(d, v.Index(i)); err != nil {
-						return err
+					if d, err = elemDec(d, v.Index(i)); err != nil {
+						return d, err
 					}
 				}
-				return nil
+				return d, nil
 			}, nil
 	case reflect.Map:
 		keyEnc, keyDec, err := compileBinary(t.Key(), h, visiting)
@@ -302,32 +333,36 @@ func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (en
 					}
 				}
 				return dst, nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
-				n, err := d.count()
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				n, d, err := d.count()
 				if err != nil || n < 0 {
-					return err
+					return d, err
 				}
 				m := reflect.MakeMapWithSize(t, n)
 				k, e := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
 				for range n {
 					k.SetZero()
 					e.SetZero()
-					if err := keyDec(d, k); err != nil {
-						return err
+					if d, err = keyDec(d, k); err != nil {
+						return d, err
 					}
-					if err := valDec(d, e); err != nil {
-						return err
+					if d, err = valDec(d, e); err != nil {
+						return d, err
 					}
 					m.SetMapIndex(k, e)
 				}
 				v.Set(m)
-				return nil
+				return d, nil
 			}, nil
 	case reflect.Struct:
+		// A string field of an addressable struct is read and written in
+		// place, the hot path of records made of strings.
 		type fieldCodec struct {
-			index int
-			enc   encFn
-			dec   decFn
+			index  int
+			offset uintptr
+			str    bool
+			enc    encFn
+			dec    decFn
 		}
 		var fields []fieldCodec
 		for i := range t.NumField() {
@@ -340,24 +375,46 @@ func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (en
 			if err != nil {
 				return nil, nil, fmt.Errorf("field %s: %w", sf.Name, err)
 			}
-			fields = append(fields, fieldCodec{i, enc, dec})
+			fields = append(fields, fieldCodec{i, sf.Offset, sf.Type.Kind() == reflect.String, enc, dec})
 		}
 		h.Write([]byte("}"))
 		return func(dst []byte, v reflect.Value) ([]byte, error) {
+				var base unsafe.Pointer
+				if v.CanAddr() {
+					base = v.Addr().UnsafePointer()
+				}
 				for _, f := range fields {
+					if f.str && base != nil {
+						s := *(*string)(unsafe.Add(base, f.offset))
+						dst = append(binary.AppendUvarint(dst, uint64(len(s))), s...)
+						continue
+					}
 					var err error
 					if dst, err = f.enc(dst, v.Field(f.index)); err != nil {
 						return dst, err
 					}
 				}
 				return dst, nil
-			}, func(d *binaryDecoder, v reflect.Value) error {
+			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+				var base unsafe.Pointer
+				if v.CanSet() {
+					base = v.Addr().UnsafePointer()
+				}
+				var err error
 				for _, f := range fields {
-					if err := f.dec(d, v.Field(f.index)); err != nil {
-						return err
+					if f.str && base != nil {
+						var s string
+						if s, d, err = d.str(); err != nil {
+							return d, err
+						}
+						*(*string)(unsafe.Add(base, f.offset)) = s
+						continue
+					}
+					if d, err = f.dec(d, v.Field(f.index)); err != nil {
+						return d, err
 					}
 				}
-				return nil
+				return d, nil
 			}, nil
 	}
 	return nil, nil, fmt.Errorf("%w: cannot encode values of type %s", ErrCodec, t)
@@ -371,16 +428,16 @@ func encBytes(dst []byte, v reflect.Value) ([]byte, error) {
 	return append(binary.AppendUvarint(dst, uint64(len(b))+1), b...), nil
 }
 
-func decBytes(d *binaryDecoder, v reflect.Value) error {
-	n, err := d.count()
+func decBytes(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+	n, d, err := d.count()
 	if err != nil || n < 0 {
-		return err
+		return d, err
 	}
-	b, err := d.fixed(n)
+	b, d, err := d.fixed(n)
 	if err == nil {
-		v.SetBytes(bytes.Clone(b)) // the caller owns its bytes
+		v.SetBytes([]byte(b)) // a copy the caller owns
 	}
-	return err
+	return d, err
 }
 
 // A time is its Unix seconds, nanoseconds and zone offset in seconds; the
@@ -393,82 +450,87 @@ func encTime(dst []byte, v reflect.Value) ([]byte, error) {
 	return binary.AppendVarint(dst, int64(offset)), nil
 }
 
-func decTime(d *binaryDecoder, v reflect.Value) error {
-	sec, err := d.varint()
+func decTime(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
+	sec, d, err := d.varint()
 	if err != nil {
-		return err
+		return d, err
 	}
-	nsec, err := d.uvarint()
+	nsec, d, err := d.uvarint()
 	if err != nil {
-		return err
+		return d, err
 	}
-	offset, err := d.varint()
+	offset, d, err := d.varint()
 	if err != nil {
-		return err
+		return d, err
 	}
 	if nsec >= 1e9 || offset < -24*3600 || offset > 24*3600 {
-		return d.fail("invalid time")
+		return d, d.fail("invalid time")
 	}
 	t := time.Unix(sec, int64(nsec)).UTC()
 	if offset != 0 {
 		t = t.In(time.FixedZone("", int(offset)))
 	}
 	v.Set(reflect.ValueOf(t))
-	return nil
+	return d, nil
 }
 
-func (d *binaryDecoder) fail(format string, args ...any) error {
+func (d binaryDecoder) fail(format string, args ...any) error {
 	return fmt.Errorf("%w: at byte %d: %s", ErrCodec, d.off, fmt.Sprintf(format, args...))
 }
 
-func (d *binaryDecoder) fixed(n int) ([]byte, error) {
-	if n < 0 || len(d.b)-d.off < n {
-		return nil, d.fail("truncated")
+// fixed reads n bytes.
+func (d binaryDecoder) fixed(n int) (string, binaryDecoder, error) {
+	if n < 0 || len(d.s)-d.off < n {
+		return "", d, d.fail("truncated")
 	}
-	d.off += n
-	return d.b[d.off-n : d.off], nil
+	return d.s[d.off : d.off+n], binaryDecoder{d.s, d.off + n}, nil
 }
 
-func (d *binaryDecoder) uvarint() (uint64, error) {
-	x, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		return 0, d.fail("bad varint")
+func (d binaryDecoder) uvarint() (uint64, binaryDecoder, error) {
+	var x uint64
+	for i, shift := d.off, uint(0); i < len(d.s) && i-d.off < binary.MaxVarintLen64; i, shift = i+1, shift+7 {
+		c := d.s[i]
+		if c < 0x80 {
+			if i-d.off == binary.MaxVarintLen64-1 && c > 1 {
+				break // overflows 64 bits
+			}
+			return x | uint64(c)<<shift, binaryDecoder{d.s, i + 1}, nil
+		}
+		x |= uint64(c&0x7f) << shift
 	}
-	d.off += n
-	return x, nil
+	return 0, d, d.fail("bad varint")
 }
 
-func (d *binaryDecoder) varint() (int64, error) {
-	x, n := binary.Varint(d.b[d.off:])
-	if n <= 0 {
-		return 0, d.fail("bad varint")
+func (d binaryDecoder) varint() (int64, binaryDecoder, error) {
+	ux, d, err := d.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	d.off += n
-	return x, nil
+	return x, d, err
 }
 
 // count reads a length written as n+1, with 0 for nil (returned as -1). A
 // length is bounded by the bytes left, so bad input cannot make a decoder
 // allocate more than its input justifies.
-func (d *binaryDecoder) count() (int, error) {
-	x, err := d.uvarint()
+func (d binaryDecoder) count() (int, binaryDecoder, error) {
+	x, next, err := d.uvarint()
 	if err != nil {
-		return 0, err
+		return 0, d, err
 	}
-	if x > uint64(len(d.b)-d.off)+1 {
-		return 0, d.fail("length %d exceeds the input", x-1)
+	if x > uint64(len(next.s)-next.off)+1 {
+		return 0, d, d.fail("length %d exceeds the input", x-1)
 	}
-	return int(x) - 1, nil
+	return int(x) - 1, next, nil
 }
 
-func (d *binaryDecoder) str() (string, error) {
-	n, err := d.uvarint()
+func (d binaryDecoder) str() (string, binaryDecoder, error) {
+	n, next, err := d.uvarint()
 	if err != nil {
-		return "", err
+		return "", d, err
 	}
-	if n > uint64(len(d.b)-d.off) {
-		return "", d.fail("truncated string")
+	if n > uint64(len(next.s)-next.off) {
+		return "", d, d.fail("truncated string")
 	}
-	d.off += int(n)
-	return d.s[d.off-int(n) : d.off], nil
+	return next.fixed(int(n))
 }

@@ -130,14 +130,10 @@ func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T], utf
 	return ix, nil
 }
 
-// keys appends the encoded key tuples (without prefix) of the record rv to
-// dst, each at most once.
-func (ix *indexTable) keys(dst [][]byte, rv reflect.Value) ([][]byte, error) {
-	return ix.keysInto(dst, rv, nil)
-}
-
-// keysInto is keys that builds a single-valued key in scratch's storage.
-func (ix *indexTable) keysInto(dst [][]byte, rv reflect.Value, scratch []byte) ([][]byte, error) {
+// keys appends the encoded key tuples of the record rv to dst, each at
+// most once. Each key is built after what scratch holds (a prefix, or
+// nothing), a single-valued key in scratch's own storage.
+func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]byte, error) {
 	start := len(dst)
 	if ix.keyFunc != nil {
 		tuples, err := ix.keyFunc(rv)
@@ -155,7 +151,7 @@ func (ix *indexTable) keysInto(dst [][]byte, rv reflect.Value, scratch []byte) (
 					}
 				}
 			}
-			k, err := AppendTuple(nil, t...)
+			k, err := AppendTuple(bytes.Clone(scratch), t...)
 			if err != nil {
 				return dst, fmt.Errorf("%w: index %q: %w", ErrInvalidKey, ix.name, err)
 			}
@@ -164,7 +160,7 @@ func (ix *indexTable) keysInto(dst [][]byte, rv reflect.Value, scratch []byte) (
 		return dst, nil
 	}
 	// The cartesian product of the fields' values, built field by field.
-	dst = append(dst, scratch[:0])
+	dst = append(dst, scratch)
 	for i := range ix.fields {
 		f := &ix.fields[i]
 		fv := f.get(rv)
@@ -226,8 +222,11 @@ func appendUnique(list [][]byte, from int, k []byte) [][]byte {
 // appendEntries appends the entries of the record rv, whose encoded primary
 // key is pk and whose codec payload is payload.
 func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
+	// The keys are built after the index prefix, with room for the primary
+	// key, so a single-valued key becomes its entry key in place.
 	var keyBuf [4][]byte
-	keys, err := ix.keys(keyBuf[:0], rv)
+	scratch := append(make([]byte, 0, len(ix.prefix)+len(pk)+48), ix.prefix...)
+	keys, err := ix.keys(keyBuf[:0], rv, scratch)
 	if err != nil {
 		return dst, err
 	}
@@ -237,9 +236,7 @@ func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload [
 			return dst, fmt.Errorf("index %q: %w", ix.name, err)
 		}
 	}
-	for _, k := range keys {
-		key := make([]byte, 0, len(ix.prefix)+len(k)+len(pk))
-		key = append(append(key, ix.prefix...), k...)
+	for _, key := range keys {
 		var value []byte
 		if ix.unique {
 			value = binary.AppendUvarint(value, uint64(len(pk)))

@@ -48,8 +48,12 @@ func personIndexes() []it.Index[person] {
 }
 
 func openPeople(t testing.TB, s it.Store) *it.Table[person] {
+	return openPeopleWith(t, s, nil)
+}
+
+func openPeopleWith(t testing.TB, s it.Store, c it.Codec) *it.Table[person] {
 	t.Helper()
-	tbl, err := it.Open(context.Background(), s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes()})
+	tbl, err := it.Open(context.Background(), s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes(), Codec: c})
 	require.NoError(t, err)
 	return tbl
 }
@@ -181,7 +185,7 @@ var (
 	emails = []string{"", "", "x@e", "y@e", "z@e", "w@e", "v@e"}
 )
 
-func randomPerson(r *rand.Rand, id int) person {
+func randomPerson(r *rand.Rand, id int, names []string) person {
 	p := person{
 		ID:    id,
 		Name:  names[r.IntN(len(names))],
@@ -212,8 +216,14 @@ func emailTaken(model map[int]person, p person) bool {
 // and deletes, with unique violations and conflicts among them, against a
 // plain map, and after every step compares index queries with the map.
 func TestModel(t *testing.T) {
+	t.Run("json", func(t *testing.T) { testModel(t, it.JSONCodec{}, names) })
+	// The binary codec keeps any bytes, so key strings may be invalid UTF-8.
+	t.Run("binary", func(t *testing.T) { testModel(t, &it.BinaryCodec{}, append(names, "\xff", "\xff\x00")) })
+}
+
+func testModel(t *testing.T, codec it.Codec, names []string) {
 	ctx := context.Background()
-	tbl := openPeople(t, it.NewMemoryStore())
+	tbl := openPeopleWith(t, it.NewMemoryStore(), codec)
 	model := map[int]person{}
 	versions := map[int]it.Version{}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -224,7 +234,7 @@ func TestModel(t *testing.T) {
 	var seen struct{ exists, notFound, unique, conflict int }
 	for step := range steps {
 		id := r.IntN(40)
-		p := randomPerson(r, id)
+		p := randomPerson(r, id, names)
 		_, present := model[id]
 		var err error
 		var v it.Version
@@ -336,7 +346,7 @@ func TestConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), 9))
 			for range 300 {
-				p := randomPerson(r, r.IntN(8))
+				p := randomPerson(r, r.IntN(8), names)
 				var err error
 				switch r.IntN(3) {
 				case 0:

@@ -15,12 +15,12 @@ import (
 // unbounded: any valid batch applies all-or-nothing.
 //
 // Apply copies every key and value it stores, and stored slices are never
-// modified afterwards. Get and GetMany return copies the caller owns. Scan
-// yields the stored slices themselves, without copying: the loop body must
-// not modify them.
+// modified afterwards, so Get, GetMany and Scan return them without
+// copying; callers must not modify them (as Store says).
 type MemoryStore struct {
-	mu   sync.RWMutex
-	tree *btree.BTreeG[memItem] // nil once closed
+	mu     sync.RWMutex
+	tree   *btree.BTreeG[memItem] // nil once closed
+	chunks sync.Pool              // *[]memItem of capacity memChunk, for Scan
 }
 
 // memItem is one stored pair; key and value share one allocation.
@@ -29,14 +29,16 @@ type memItem struct{ key, value []byte }
 func memLess(a, b memItem) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 const (
-	memDegree = 32 // B-tree degree
-	memChunk  = 64 // most entries Scan collects under one read lock
+	memDegree     = 32 // B-tree degree
+	memChunk      = 64 // most entries Scan collects under one read lock
+	memFirstChunk = 4  // entries in a scan's first chunk
 )
 
 var (
 	_ Store = (*MemoryStore)(nil)
 
-	errMemClosed = fmt.Errorf("memory store: %w", ErrClosed)
+	errMemClosed   = fmt.Errorf("memory store: %w", ErrClosed)
+	errMemNotFound = fmt.Errorf("memory store: %w", ErrNotFound)
 )
 
 // NewMemoryStore returns a new, empty MemoryStore.
@@ -51,7 +53,7 @@ func memCtxErr(ctx context.Context) error {
 	return nil
 }
 
-// Get returns a copy of the value stored under key, or an error wrapping
+// Get returns the value stored under key, or an error wrapping
 // ErrNotFound.
 func (m *MemoryStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := memCtxErr(ctx); err != nil {
@@ -65,40 +67,27 @@ func (m *MemoryStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	it, ok := m.tree.Get(memItem{key: key})
 	m.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("memory store: key %q: %w", key, ErrNotFound)
+		return nil, errMemNotFound // no key in it: a miss is common and must be cheap
 	}
-	return bytes.Clone(it.value), nil // stored values are never nil, so neither is the clone
+	return it.value, nil // never nil: Apply stores an empty value as an empty slice
 }
 
-// GetMany returns copies of the values stored under keys, in the order of
-// keys, with nil for each absent key. It reads all keys under one read lock,
-// so the values are consistent with each other.
+// GetMany returns the values stored under keys, in the order of keys,
+// with nil for each absent key. It reads all keys under one read lock, so
+// the values are consistent with each other.
 func (m *MemoryStore) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := memCtxErr(ctx); err != nil {
 		return nil, err
 	}
 	vals := make([][]byte, len(keys))
-	n := 0
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if m.tree == nil {
-		m.mu.RUnlock()
 		return nil, errMemClosed
 	}
 	for i, k := range keys {
 		if it, ok := m.tree.Get(memItem{key: k}); ok {
 			vals[i] = it.value
-			n += len(it.value)
-		}
-	}
-	m.mu.RUnlock()
-	// Stored slices are immutable, so copying after the unlock is safe; one
-	// buffer holds every copy.
-	buf := make([]byte, 0, n)
-	for i, v := range vals {
-		if v != nil {
-			start := len(buf)
-			buf = append(buf, v...)
-			vals[i] = buf[start:len(buf):len(buf)]
 		}
 	}
 	return vals, nil
@@ -110,19 +99,24 @@ func (m *MemoryStore) GetMany(ctx context.Context, keys [][]byte) ([][]byte, err
 // yielded. The yielded slices are the store's own and must not be modified.
 func (m *MemoryStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		var chunk []memItem
-		after, left := r.After, r.Limit
+		// Chunks grow from memFirstChunk to memChunk entries, so a short scan
+		// (a point lookup through an index) costs little.
+		pooled, _ := m.chunks.Get().(*[]memItem)
+		if pooled == nil {
+			pooled = new([]memItem)
+			*pooled = make([]memItem, 0, memChunk)
+		}
+		defer m.chunks.Put(pooled)
+		chunk := *pooled
+		defer clear(chunk[:cap(chunk)]) // drop references to stored data
+		after, left, n := r.After, r.Limit, memFirstChunk
 		for {
 			if err := memCtxErr(ctx); err != nil {
 				yield(Entry{}, err)
 				return
 			}
-			n := memChunk
 			if r.Limit > 0 && left < n {
 				n = left
-			}
-			if chunk == nil {
-				chunk = make([]memItem, 0, n)
 			}
 			var err error
 			if chunk, err = m.scanChunk(r, after, chunk[:0], n); err != nil {
@@ -139,6 +133,7 @@ func (m *MemoryStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, er
 				return
 			}
 			after = chunk[len(chunk)-1].key
+			n = min(2*n, memChunk)
 		}
 	}
 }

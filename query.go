@@ -69,9 +69,21 @@ const fetchChunk = 64
 
 // scanPlan is a query compiled against the schema.
 type scanPlan struct {
-	ix          *indexTable // nil for the fact table
-	r           ScanRange
-	fingerprint uint64
+	ix           *indexTable // nil for the fact table
+	r            ScanRange
+	table, index string
+}
+
+// fingerprint identifies the query a cursor belongs to: its table, index,
+// range and direction.
+func (p *scanPlan) fingerprint() uint64 {
+	h := fnv.New64a()
+	var n [binary.MaxVarintLen64]byte
+	for _, part := range [][]byte{[]byte(p.table), []byte(p.index), p.r.Start, p.r.End, {boolByte(p.r.Reverse)}} {
+		h.Write(binary.AppendUvarint(n[:0], uint64(len(part))))
+		h.Write(part)
+	}
+	return h.Sum64()
 }
 
 func (t *Table[T]) compile(q Query) (*scanPlan, error) {
@@ -110,7 +122,9 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 			}
 		}
 	}
-	eq, err := AppendTuple(bytes.Clone(prefix), q.Eq...)
+	// One buffer holds the start key and, after it, the end key.
+	buf := make([]byte, 0, 2*len(prefix)+64)
+	eq, err := AppendTuple(append(buf, prefix...), q.Eq...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
@@ -135,12 +149,7 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 		}
 	}
 	p.r.Reverse = q.Reverse
-	h := fnv.New64a()
-	for _, part := range [][]byte{[]byte(t.name), []byte(q.Index), p.r.Start, p.r.End, {boolByte(q.Reverse)}} {
-		h.Write(binary.AppendUvarint(nil, uint64(len(part))))
-		h.Write(part)
-	}
-	p.fingerprint = h.Sum64()
+	p.table, p.index = t.name, q.Index
 	if q.Cursor != "" {
 		if p.r.After, err = p.decodeCursor(q.Cursor); err != nil {
 			return nil, err
@@ -150,9 +159,9 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 }
 
 // tupleEnd returns the first key after every key that extends the tuple
-// encoded as k.
+// encoded as k, in a new slice (in k's spare capacity, if any).
 func tupleEnd(k []byte) []byte {
-	return append(k[:len(k):len(k)], 0xFF)
+	return append(append(k[len(k):], k...), 0xFF)
 }
 
 func boolByte(b bool) byte {
@@ -172,7 +181,7 @@ const cursorFormat = 1
 func (p *scanPlan) encodeCursor(lastKey []byte) string {
 	b := make([]byte, 0, 17+len(lastKey))
 	b = append(b, cursorFormat)
-	b = binary.BigEndian.AppendUint64(b, p.fingerprint)
+	b = binary.BigEndian.AppendUint64(b, p.fingerprint())
 	b = append(b, lastKey...)
 	h := fnv.New64a()
 	h.Write(b)
@@ -191,7 +200,7 @@ func (p *scanPlan) decodeCursor(s string) ([]byte, error) {
 	if !bytes.Equal(h.Sum(nil), b[len(b)-8:]) {
 		return nil, fmt.Errorf("%w: checksum mismatch (altered)", ErrInvalidCursor)
 	}
-	if binary.BigEndian.Uint64(body[1:9]) != p.fingerprint {
+	if binary.BigEndian.Uint64(body[1:9]) != p.fingerprint() {
 		return nil, fmt.Errorf("%w: it belongs to another query", ErrInvalidCursor)
 	}
 	key := body[9:]
@@ -210,11 +219,7 @@ func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
 			yield(zero, err)
 			return
 		}
-		for rec, err := range t.rowsAt(ctx, p, q, nil) {
-			if !yield(rec, err) || err != nil {
-				return
-			}
-		}
+		t.read(ctx, p, q, nil, yield)
 	}
 }
 
@@ -234,13 +239,14 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	q.Limit++
 	page := make([]T, 0, min(q.Limit, fetchChunk))
 	var keys [2][]byte // the entry keys of the last two records read
-	for rec, err := range t.rowsAt(ctx, p, q, func(key []byte) {
+	t.read(ctx, p, q, func(key []byte) {
 		keys[0], keys[1] = keys[1], append(keys[0][:0], key...)
-	}) {
-		if err != nil {
-			return nil, "", err
-		}
-		page = append(page, rec)
+	}, func(rec T, e error) bool {
+		page, err = append(page, rec), e
+		return e == nil
+	})
+	if err != nil {
+		return nil, "", err
 	}
 	if len(page) <= limit {
 		return page, "", nil
@@ -273,88 +279,97 @@ func (t *Table[T]) Exists(ctx context.Context, q Query) (bool, error) {
 	return n > 0, err
 }
 
-// rowsAt yields the records of plan p; when onKey is not nil it is called
-// with the key of each record's entry before the record is yielded.
+// read yields the records of plan p, or an error as the last call; when
+// onKey is not nil it is called with the key of each record's entry before
+// the record is yielded.
 //
 // A FullCopy index, the fact table and covered reads decode each entry as
 // it comes. Other reads gather up to fetchChunk entries and fetch their
 // records with one GetMany. Buffers live for the whole scan, so a read
 // allocates per record only what the codec does.
-func (t *Table[T]) rowsAt(ctx context.Context, p *scanPlan, q Query, onKey func([]byte)) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		rec := new(T)
-		emit := func(key []byte) bool {
-			if onKey != nil {
-				onKey(key)
-			}
-			return yield(*rec, nil)
-		}
-		r := p.r
-		if p.ix == nil || p.ix.strategy == FullCopy || q.Covered {
-			r.Limit = q.Limit
-			for e, err := range t.store.Scan(ctx, r) {
-				if err == nil {
-					*rec = zero
-					err = t.decodeDirect(p.ix, e, rec)
-				}
-				if err != nil {
-					yield(zero, err)
-					return
-				}
-				if !emit(e.Key) {
-					return
-				}
-			}
-			return
-		}
-		f := fetcher[T]{t: t, ix: p.ix}
-		n := 0
-		flush := func() bool {
-			defer f.reset()
-			if err := f.fetch(ctx); err != nil {
-				yield(zero, err)
-				return false
-			}
-			for i := range f.pending {
-				*rec = zero
-				ok, err := f.decode(i, rec)
-				if err != nil {
-					yield(zero, err)
-					return false
-				}
-				if !ok {
-					continue
-				}
-				if !emit(f.entryKey(i)) {
-					return false
-				}
-				if n++; n == q.Limit {
-					return false
-				}
-			}
-			return true
-		}
+func (t *Table[T]) read(ctx context.Context, p *scanPlan, q Query, onKey func([]byte), yield func(T, error) bool) {
+	rd := &reader[T]{t: t, limit: q.Limit, onKey: onKey, yield: yield}
+	r := p.r
+	if p.ix == nil || p.ix.strategy == FullCopy || q.Covered {
+		r.Limit = q.Limit
 		for e, err := range t.store.Scan(ctx, r) {
 			if err == nil {
-				err = f.add(e)
+				rd.rec = rd.zero
+				err = t.decodeDirect(p.ix, e, &rd.rec)
 			}
 			if err != nil {
-				yield(zero, err)
+				rd.fail(err)
 				return
 			}
-			want := fetchChunk
-			if q.Limit > 0 {
-				want = min(want, q.Limit-n)
-			}
-			if len(f.pending) == want && !flush() {
+			if !rd.emit(e.Key) {
 				return
 			}
 		}
-		if len(f.pending) > 0 {
-			flush()
+		return
+	}
+	rd.f = fetcher[T]{t: t, ix: p.ix}
+	for e, err := range t.store.Scan(ctx, r) {
+		if err == nil {
+			err = rd.f.add(e)
+		}
+		if err != nil {
+			rd.fail(err)
+			return
+		}
+		want := fetchChunk
+		if q.Limit > 0 {
+			want = min(want, q.Limit-rd.n)
+		}
+		if len(rd.f.pending) == want && !rd.flush(ctx) {
+			return
 		}
 	}
+	if len(rd.f.pending) > 0 {
+		rd.flush(ctx)
+	}
+}
+
+// reader is the state of one read: one allocation for all of it.
+type reader[T any] struct {
+	t     *Table[T]
+	limit int
+	onKey func([]byte)
+	yield func(T, error) bool
+	rec   T // decoded into, then yielded by value
+	zero  T
+	n     int // records yielded
+	f     fetcher[T]
+}
+
+func (rd *reader[T]) fail(err error) { rd.yield(rd.zero, err) }
+
+func (rd *reader[T]) emit(key []byte) bool {
+	if rd.onKey != nil {
+		rd.onKey(key)
+	}
+	rd.n++
+	return rd.yield(rd.rec, nil) && rd.n != rd.limit
+}
+
+// flush fetches and yields the pending records; false means stop.
+func (rd *reader[T]) flush(ctx context.Context) bool {
+	defer rd.f.reset()
+	if err := rd.f.fetch(ctx); err != nil {
+		rd.fail(err)
+		return false
+	}
+	for i := range rd.f.pending {
+		rd.rec = rd.zero
+		ok, err := rd.f.decode(i, &rd.rec)
+		if err != nil {
+			rd.fail(err)
+			return false
+		}
+		if ok && !rd.emit(rd.f.entryKey(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // fetcher gathers the entries of a normalized or partial index and fetches
@@ -422,7 +437,7 @@ func (f *fetcher[T]) decode(i int, rec *T) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("table %q: decode record: %w", f.t.name, err)
 	}
-	f.ownKeys, err = f.ix.keysInto(f.ownKeys[:0], reflect.ValueOf(rec).Elem(), f.scratch[:0])
+	f.ownKeys, err = f.ix.keys(f.ownKeys[:0], reflect.ValueOf(rec).Elem(), f.scratch[:0])
 	if err != nil {
 		return false, err
 	}

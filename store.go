@@ -21,11 +21,14 @@ import (
 // Package storetest holds the conformance suite every Store must pass.
 type Store interface {
 	// Get returns the value stored under key, or an error wrapping
-	// ErrNotFound. A present empty value is returned as a non-nil empty slice.
+	// ErrNotFound. A present empty value is returned as a non-nil empty
+	// slice. The caller may keep the value but must not modify it, so a
+	// store may return memory it shares.
 	Get(ctx context.Context, key []byte) ([]byte, error)
 
 	// GetMany looks up several keys in one call and returns their values in
-	// the order of keys, with nil for each key that is absent.
+	// the order of keys, with nil for each key that is absent. Values are
+	// read-only, as with Get.
 	GetMany(ctx context.Context, keys [][]byte) ([][]byte, error)
 
 	// Scan yields the entries of r in key order (descending when r.Reverse).

@@ -70,14 +70,15 @@ func compileProjection(rt reflect.Type, names []string) (Projection, error) {
 	return p, nil
 }
 
-// appendPayload appends the projected fields of rv.
+// appendPayload appends the projected fields of rv, an addressable
+// record. Each field is marshalled through a pointer, as it is unmarshalled.
 func (p Projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte, error) {
 	for i := range p.fields {
 		fv := p.fields[i].get(rv)
 		var b []byte
 		if fv.IsValid() {
 			var err error
-			if b, err = c.Marshal(fv.Interface()); err != nil {
+			if b, err = c.Marshal(fv.Addr().Interface()); err != nil {
 				return dst, fmt.Errorf("projected field %q: %w", p.fields[i].name, err)
 			}
 		}

@@ -163,13 +163,13 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	_, err = t.write(ctx, writeDelete, reflect.Value{}, key, opts)
+	_, err = t.write(ctx, writeDelete, reflect.Value{}, append(bytes.Clone(t.factSpace), key...), opts)
 	return err
 }
 
 func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts []WriteOption) (Version, error) {
 	rv := reflect.ValueOf(&rec).Elem()
-	var pk []byte
+	factKey := append(make([]byte, 0, len(t.factSpace)+32), t.factSpace...)
 	for i := range t.pk {
 		fv := t.pk[i].get(rv)
 		if !fv.IsValid() {
@@ -178,35 +178,37 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 		if t.utf8 && !validUTF8(fv) {
 			return 0, invalidUTF8("primary key", fv.Interface())
 		}
-		pk = appendKeyValue(pk, fv)
+		factKey = appendKeyValue(factKey, fv)
 	}
-	return t.write(ctx, kind, rv, pk, opts)
+	return t.write(ctx, kind, rv, factKey, opts)
 }
 
 // write makes one record change: it reads the current record, computes the
 // batch that replaces it with rv (or deletes it when rv is invalid) and its
 // index entries, and commits that batch conditional on the current record
 // being unchanged, retrying when a concurrent write got there first.
-func (t *Table[T]) write(ctx context.Context, kind writeKind, rv reflect.Value, pk []byte, opts []WriteOption) (Version, error) {
+func (t *Table[T]) write(ctx context.Context, kind writeKind, rv reflect.Value, factKey []byte, opts []WriteOption) (Version, error) {
 	var o writeOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	factKey := append(bytes.Clone(t.factSpace), pk...)
+	pk := factKey[len(t.factSpace):]
 	var (
+		fact       []byte // binary.MaxVarintLen64 bytes for the version, then payload
 		payload    []byte
 		newEntries []entry
 	)
 	if rv.IsValid() {
 		var err error
-		if payload, err = t.codec.Marshal(rv.Interface()); err != nil {
+		if fact, err = appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), rv.Addr().Interface()); err != nil {
 			return 0, fmt.Errorf("table %q: encode record: %w", t.name, err)
 		}
+		payload = fact[binary.MaxVarintLen64:]
 		if newEntries, err = t.indexes.entries(rv, pk, payload, t.codec); err != nil {
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
 	}
-	var b Batch
+	b := Batch{ops: make([]Op, 0, 2+2*len(newEntries))}
 	for attempt := 1; ; attempt++ {
 		oldValue, err := t.store.Get(ctx, factKey)
 		exists := err == nil
@@ -242,7 +244,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, rv reflect.Value, 
 		}
 		version := oldVersion + 1
 		if rv.IsValid() {
-			b.Put(factKey, appendFact(version, payload))
+			b.Put(factKey, factValue(fact, version))
 		} else {
 			b.Delete(factKey)
 			version = 0
@@ -276,10 +278,15 @@ func (t *Table[T]) entriesOf(payload, pk []byte) ([]entry, error) {
 	return entries, nil
 }
 
-// appendFact encodes a fact record: its version, then its codec payload.
-func appendFact(v Version, payload []byte) []byte {
-	out := make([]byte, 0, binary.MaxVarintLen64+len(payload))
-	return append(binary.AppendUvarint(out, uint64(v)), payload...)
+// A fact record is stored as its version (a uvarint), then its codec
+// payload. factValue writes version into the binary.MaxVarintLen64 bytes
+// that fact reserves before the payload and returns the record's bytes.
+func factValue(fact []byte, v Version) []byte {
+	var n [binary.MaxVarintLen64]byte
+	vb := binary.AppendUvarint(n[:0], uint64(v))
+	start := binary.MaxVarintLen64 - len(vb)
+	copy(fact[start:], vb)
+	return fact[start:]
 }
 
 // splitFact decodes a fact record.
