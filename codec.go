@@ -117,8 +117,19 @@ func (c *BinaryCodec) AppendMarshal(dst []byte, v any) ([]byte, error) {
 	return p.enc(binary.BigEndian.AppendUint32(dst, p.fingerprint), rv)
 }
 
+// stringUnmarshaler is a Codec that decodes from a string that it may keep
+// parts of, saving the copy Unmarshal makes.
+type stringUnmarshaler interface {
+	unmarshalString(s string, v any) error
+}
+
 // Unmarshal implements Codec.
 func (c *BinaryCodec) Unmarshal(data []byte, v any) error {
+	return c.unmarshalString(string(data), v)
+}
+
+// unmarshalString decodes s; decoded strings are cut from it.
+func (c *BinaryCodec) unmarshalString(data string, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%w: decode needs a non-nil pointer, not %T", ErrCodec, v)
@@ -127,10 +138,10 @@ func (c *BinaryCodec) Unmarshal(data []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	if len(data) < 4 || binary.BigEndian.Uint32(data) != p.fingerprint {
+	if len(data) < 4 || uint32(data[0])<<24|uint32(data[1])<<16|uint32(data[2])<<8|uint32(data[3]) != p.fingerprint {
 		return fmt.Errorf("%w: the bytes were not encoded for the current layout of %s", ErrCodec, rv.Type().Elem())
 	}
-	d, err := p.dec(binaryDecoder{s: string(data), off: 4}, rv.Elem())
+	d, err := p.dec(binaryDecoder{s: data, off: 4}, rv.Elem())
 	if err != nil {
 		return err
 	}

@@ -788,3 +788,52 @@ func TestCanceledContext(t *testing.T) {
 	_, err = it.Open(ctx, s, it.Schema[person]{Name: "x", PrimaryKey: []string{"ID"}})
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// TestReadAllocations checks that a read allocates at most one object per
+// returned record, plus a constant, with the binary codec: the allocations
+// of a 200-record range exceed those of a 10-record range by at most 190.
+func TestReadAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts need a full run")
+	}
+	ctx := context.Background()
+	for _, st := range []struct {
+		name    string
+		s       it.Strategy
+		proj    []string
+		covered bool
+	}{
+		{"full-copy", it.FullCopy, nil, false},
+		{"keys-only", it.KeysOnly, nil, false},
+		{"partial", it.Partial, []string{"FirstName"}, false},
+		{"partial covered", it.Partial, []string{"FirstName"}, true},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[Customer]{
+				Name: "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+				Indexes: []it.Index[Customer]{{Name: "town", Fields: []string{"Town", "LastName"}, Strategy: st.s, Projection: st.proj}},
+			})
+			require.NoError(t, err)
+			for i := range 300 {
+				c := benchCustomer(i)
+				c.Town = "Redmond"
+				_, err := tbl.Insert(ctx, c)
+				require.NoError(t, err)
+			}
+			allocs := func(limit int) float64 {
+				q := it.Query{Index: "town", Eq: it.Tuple{"Redmond"}, Limit: limit, Covered: st.covered}
+				return testing.AllocsPerRun(20, func() {
+					n := 0
+					for _, err := range tbl.Find(ctx, q) {
+						require.NoError(t, err)
+						n++
+					}
+					require.Equal(t, limit, n)
+				})
+			}
+			small, large := allocs(10), allocs(200)
+			t.Logf("allocations: %.0f for 10 records, %.0f for 200", small, large)
+			assert.LessOrEqual(t, large-small, 190.0)
+		})
+	}
+}

@@ -72,25 +72,23 @@ func (m *MemoryStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return it.value, nil // never nil: Apply stores an empty value as an empty slice
 }
 
-// GetMany returns the values stored under keys, in the order of keys,
-// with nil for each absent key. It reads all keys under one read lock, so
-// the values are consistent with each other.
-func (m *MemoryStore) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+// GetMany appends the values stored under keys to dst, in the order of
+// keys, with nil for each absent key. It reads all keys under one read
+// lock, so the values are consistent with each other.
+func (m *MemoryStore) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
 	if err := memCtxErr(ctx); err != nil {
-		return nil, err
+		return dst, err
 	}
-	vals := make([][]byte, len(keys))
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.tree == nil {
-		return nil, errMemClosed
+		return dst, errMemClosed
 	}
-	for i, k := range keys {
-		if it, ok := m.tree.Get(memItem{key: k}); ok {
-			vals[i] = it.value
-		}
+	for _, k := range keys {
+		it, _ := m.tree.Get(memItem{key: k})
+		dst = append(dst, it.value) // nil when absent
 	}
-	return vals, nil
+	return dst, nil
 }
 
 // Scan yields the entries of r. It collects up to 64 entries at a time

@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"iter"
 	"reflect"
+	"unsafe"
 )
 
 // Query errors.
@@ -307,7 +308,18 @@ func (t *Table[T]) read(ctx context.Context, p *scanPlan, q Query, onKey func([]
 		}
 		return
 	}
-	rd.f = fetcher[T]{t: t, ix: p.ix}
+	chunk := fetchChunk
+	if q.Limit > 0 {
+		chunk = min(chunk, q.Limit)
+	}
+	rd.f = fetcher[T]{
+		t:       t,
+		ix:      p.ix,
+		buf:     make([]byte, 0, chunk*(len(t.factSpace)+2*len(p.ix.prefix)+64)),
+		pending: make([]pendingFact, 0, chunk),
+		keys:    make([][]byte, 0, chunk),
+		values:  make([][]byte, 0, chunk),
+	}
 	for e, err := range t.store.Scan(ctx, r) {
 		if err == nil {
 			err = rd.f.add(e)
@@ -418,7 +430,7 @@ func (f *fetcher[T]) fetch(ctx context.Context) error {
 		f.keys = append(f.keys, f.buf[p.start:p.mid])
 	}
 	var err error
-	f.values, err = f.t.store.GetMany(ctx, f.keys)
+	f.values, err = f.t.store.GetMany(ctx, f.keys, f.values[:0])
 	return err
 }
 
@@ -477,11 +489,10 @@ func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
 	case ix.strategy == FullCopy && !ix.unique:
 		payload = e.Value
 	default:
-		var pk []byte
-		pk, payload, err = ix.splitEntry(e.Key, e.Value, len(t.pk))
-		if err == nil && ix.strategy != FullCopy {
-			return t.decodeCovered(ix, e.Key, pk, payload, reflect.ValueOf(rec).Elem())
+		if ix.strategy != FullCopy {
+			return t.decodeCovered(ix, e.Key, e.Value, reflect.ValueOf(rec).Elem())
 		}
+		_, payload, err = ix.splitEntry(e.Key, e.Value, len(t.pk))
 	}
 	if err == nil {
 		err = t.codec.Unmarshal(payload, rec)
@@ -493,42 +504,50 @@ func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
 }
 
 // decodeCovered fills rv with what an index entry holds: the primary key,
-// the single-valued key fields and the projection.
-func (t *Table[T]) decodeCovered(ix *indexTable, key, pk, payload []byte, rv reflect.Value) error {
-	pkTuple, err := DecodeTuple(pk)
+// the single-valued key fields and the projection. The entry is copied once,
+// into a string that the decoded strings are cut from.
+func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.Value) error {
+	pk, payload, err := ix.splitEntry(key, value, len(t.pk))
 	if err != nil {
 		return err
 	}
-	for i := range t.pk {
-		if err := setField(rv, &t.pk[i], pkTuple[i]); err != nil {
-			return err
-		}
+	buf := make([]byte, len(key)+len(value))
+	copy(buf[copy(buf, key):], value)
+	s := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+	// pk lies at the end of the key, or in the value just before payload.
+	pkOff := len(key) - len(pk)
+	if ix.unique {
+		pkOff = len(buf) - len(payload) - len(pk)
 	}
-	if ix.fields != nil {
-		rest := key[len(ix.prefix):]
-		for i := range ix.fields {
-			v, next, err := DecodeElement(rest)
-			if err != nil {
-				return err
-			}
-			rest = next
-			if !ix.fields[i].multi {
-				if err := setField(rv, &ix.fields[i], v); err != nil {
-					return err
-				}
-			}
-		}
+	if err := decodeFields(s, buf, pkOff, rv, t.pk); err != nil {
+		return err
+	}
+	if err := decodeFields(s, buf, len(ix.prefix), rv, ix.fields); err != nil {
+		return err
 	}
 	if ix.strategy == Partial {
-		return ix.proj.decodePayload(payload, rv, t.codec)
+		return ix.proj.decodePayload(s[len(buf)-len(payload):], rv, t.codec)
 	}
 	return nil
 }
 
-func setField(rv reflect.Value, f *field, v any) error {
-	fv, err := rv.FieldByIndexErr(f.index)
-	if err != nil {
-		return nil // behind a nil embedded pointer: leave it unset
+// decodeFields decodes consecutive tuple elements from b[off:] into the
+// fields of rv, skipping multi-valued fields and fields behind a nil
+// embedded pointer.
+func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field) error {
+	for i := range fields {
+		f := &fields[i]
+		fv, err := rv.FieldByIndexErr(f.index)
+		var n int
+		if err != nil || f.multi {
+			n, err = elemLen(b, off)
+		} else {
+			n, err = decodeKeyInto(s, b, off, fv)
+		}
+		if err != nil {
+			return err
+		}
+		off += n
 	}
-	return setKeyValue(fv, v)
+	return nil
 }

@@ -1,8 +1,10 @@
 package indextable
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -110,72 +112,74 @@ func appendKeyValue(dst []byte, v reflect.Value) []byte {
 	return appendNil(dst) // unreachable for a keyType
 }
 
-// setKeyValue stores a decoded tuple element into dst, a settable value of
-// a keyType.
-func setKeyValue(dst reflect.Value, elem any) error {
+// decodeKeyInto decodes the tuple element at b[off:] into dst, a settable
+// value of a keyType, and returns the element's length. b is a read-only
+// view of s: a string element without escapes is cut from s rather than
+// copied.
+func decodeKeyInto(s string, b []byte, off int, dst reflect.Value) (int, error) {
+	n, err := elemLen(b, off)
+	if err != nil {
+		return 0, err
+	}
+	c, body := b[off], b[off+1:off+n]
 	if dst.Kind() == reflect.Pointer {
-		if elem == nil {
+		if c == codeNil {
 			dst.SetZero()
-			return nil
+			return n, nil
 		}
 		p := reflect.New(dst.Type().Elem())
-		if err := setKeyValue(p.Elem(), elem); err != nil {
-			return err
+		if _, err := decodeKeyInto(s, b, off, p.Elem()); err != nil {
+			return 0, err
 		}
 		dst.Set(p)
-		return nil
+		return n, nil
 	}
 	ok := true
-	switch x := elem.(type) {
-	case string:
-		ok = dst.Kind() == reflect.String
-		if ok {
-			dst.SetString(x)
+	switch k := dst.Kind(); {
+	case c == codeString && k == reflect.String:
+		str := s[off+1 : off+n-1]
+		if strings.IndexByte(str, 0) >= 0 {
+			str = string(unescape(body[:len(body)-1]))
 		}
-	case []byte:
-		ok = dst.Kind() == reflect.Slice
-		if ok {
-			dst.SetBytes(x)
-		}
-	case int64:
+		dst.SetString(str)
+	case c == codeBytes && k == reflect.Slice:
+		dst.SetBytes(unescape(body[:len(body)-1]))
+	case c >= codeIntMin && c <= codeIntMax:
+		neg, mag := intValue(c, body)
 		switch {
-		case dst.CanInt():
-			dst.SetInt(x)
-		case dst.CanUint() && x >= 0:
-			dst.SetUint(uint64(x))
+		case dst.CanInt() && (neg && mag <= signBit || !neg && mag < signBit):
+			x := int64(mag)
+			if neg {
+				x = -x
+			}
+			ok = !dst.OverflowInt(x)
+			if ok {
+				dst.SetInt(x)
+			}
+		case dst.CanUint() && !neg:
+			ok = !dst.OverflowUint(mag)
+			if ok {
+				dst.SetUint(mag)
+			}
 		default:
 			ok = false
 		}
-	case uint64:
-		ok = dst.CanUint()
-		if ok {
-			dst.SetUint(x)
-		}
-	case float64:
-		ok = dst.CanFloat()
-		if ok {
-			dst.SetFloat(x)
-		}
-	case bool:
-		ok = dst.Kind() == reflect.Bool
-		if ok {
-			dst.SetBool(x)
-		}
-	case time.Time:
-		ok = dst.Type() == timeType
-		if ok {
-			dst.Set(reflect.ValueOf(x))
-		}
+	case c == codeFloat && dst.CanFloat():
+		dst.SetFloat(floatFromKey(binary.BigEndian.Uint64(body)))
+	case (c == codeFalse || c == codeTrue) && k == reflect.Bool:
+		dst.SetBool(c == codeTrue)
+	case c == codeTime && dst.Type() == timeType && dst.CanAddr():
+		sec := int64(binary.BigEndian.Uint64(body) ^ signBit)
+		*(*time.Time)(dst.Addr().UnsafePointer()) = time.Unix(sec, int64(binary.BigEndian.Uint32(body[8:]))).UTC()
+	case c == codeNil:
+		dst.SetZero()
 	default:
-		ok = elem == nil
-		if ok {
-			dst.SetZero()
-		}
+		ok = false
 	}
 	if !ok {
-		return fmt.Errorf("%w: cannot store %T in a field of type %s", ErrMalformedKey, elem, dst.Type())
+		return 0, fmt.Errorf("%w: at offset %d: element cannot be stored in a field of type %s", ErrMalformedKey, off, dst.Type())
 	}
-	return nil
+	return n, nil
 }
 
 // kindClass groups Go kinds by the tuple element type they encode to, so a

@@ -26,10 +26,11 @@ type Store interface {
 	// store may return memory it shares.
 	Get(ctx context.Context, key []byte) ([]byte, error)
 
-	// GetMany looks up several keys in one call and returns their values in
-	// the order of keys, with nil for each key that is absent. Values are
-	// read-only, as with Get.
-	GetMany(ctx context.Context, keys [][]byte) ([][]byte, error)
+	// GetMany looks up several keys in one call and appends their values to
+	// dst, in the order of keys, with nil for each key that is absent; it
+	// returns the extended slice, so a caller can reuse one across calls.
+	// Values are read-only, as with Get.
+	GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error)
 
 	// Scan yields the entries of r in key order (descending when r.Reverse).
 	// An entry's Key and Value are valid only until the loop body returns;

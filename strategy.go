@@ -1,6 +1,7 @@
 package indextable
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 )
@@ -71,7 +72,8 @@ func compileProjection(rt reflect.Type, names []string) (Projection, error) {
 }
 
 // appendPayload appends the projected fields of rv, an addressable
-// record. Each field is marshalled through a pointer, as it is unmarshalled.
+// record: for each, its length as a uvarint, then its encoding. Each field
+// is marshalled through a pointer, as it is unmarshalled.
 func (p Projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte, error) {
 	for i := range p.fields {
 		fv := p.fields[i].get(rv)
@@ -82,33 +84,50 @@ func (p Projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte
 				return dst, fmt.Errorf("projected field %q: %w", p.fields[i].name, err)
 			}
 		}
-		dst = appendBytes(dst, b)
+		dst = append(binary.AppendUvarint(dst, uint64(len(b))), b...)
 	}
 	return dst, nil
 }
 
-// decodePayload sets the projected fields of rv from a payload.
-func (p Projection) decodePayload(payload []byte, rv reflect.Value, c Codec) error {
+// decodePayload sets the projected fields of rv from a payload; an empty
+// field (behind a nil embedded pointer when written) is left zero.
+func (p Projection) decodePayload(payload string, rv reflect.Value, c Codec) error {
+	sd, fast := c.(stringUnmarshaler)
 	for i := range p.fields {
-		v, rest, err := DecodeElement(payload)
-		if err != nil {
-			return err
+		n, w := uvarintString(payload)
+		if w <= 0 || n > uint64(len(payload)-w) {
+			return fmt.Errorf("%w: projected field %q: bad length", ErrMalformedKey, p.fields[i].name)
 		}
-		payload = rest
-		b, ok := v.([]byte)
-		if !ok {
-			return fmt.Errorf("%w: projected field %q is not a byte string", ErrMalformedKey, p.fields[i].name)
-		}
-		if len(b) == 0 {
-			continue
-		}
+		b := payload[w : w+int(n)]
+		payload = payload[w+int(n):]
 		fv, err := rv.FieldByIndexErr(p.fields[i].index)
-		if err != nil {
+		if len(b) == 0 || err != nil {
 			continue
 		}
-		if err := c.Unmarshal(b, fv.Addr().Interface()); err != nil {
+		if fast {
+			err = sd.unmarshalString(b, fv.Addr().Interface())
+		} else {
+			err = c.Unmarshal([]byte(b), fv.Addr().Interface())
+		}
+		if err != nil {
 			return fmt.Errorf("projected field %q: %w", p.fields[i].name, err)
 		}
 	}
 	return nil
+}
+
+// uvarintString is binary.Uvarint over a string.
+func uvarintString(s string) (uint64, int) {
+	var x uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -1
+			}
+			return x | uint64(c)<<(7*i), i + 1
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+	}
+	return 0, 0
 }

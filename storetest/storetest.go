@@ -294,12 +294,15 @@ func testGetPutDelete(t *testing.T, s indextable.Store) {
 	requireValue(t, s, b, "3")
 	del(t, s, a) // deleting an absent key is not an error
 
-	vals, err := s.GetMany(bg, [][]byte{b, a, b, c})
+	vals, err := s.GetMany(bg, [][]byte{b, a, b, c}, nil)
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{bs("3"), nil, bs("3"), nil}, vals)
-	vals, err = s.GetMany(bg, nil)
+	vals, err = s.GetMany(bg, nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, vals)
+	vals, err = s.GetMany(bg, [][]byte{a, b}, [][]byte{bs("kept")})
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{bs("kept"), nil, bs("3")}, vals, "GetMany appends to dst")
 }
 
 func testEmptyValue(t *testing.T, s indextable.Store) {
@@ -313,7 +316,7 @@ func testEmptyValue(t *testing.T, s indextable.Store) {
 	}
 	requireAbsent(t, s, absent)
 
-	vals, err := s.GetMany(bg, [][]byte{e, absent, n})
+	vals, err := s.GetMany(bg, [][]byte{e, absent, n}, nil)
 	require.NoError(t, err)
 	require.Len(t, vals, 3)
 	require.NotNil(t, vals[0], "GetMany: a present empty value must be non-nil")
@@ -371,7 +374,7 @@ func testOrder(t *testing.T, s indextable.Store) {
 	require.Equal(t, reference(keys, indextable.ScanRange{}), scan(t, s, indextable.ScanRange{}))
 	require.Equal(t, reference(keys, indextable.ScanRange{Reverse: true}), scan(t, s, indextable.ScanRange{Reverse: true}))
 
-	vals, err := s.GetMany(bg, keys)
+	vals, err := s.GetMany(bg, keys, nil)
 	require.NoError(t, err)
 	for i, k := range keys {
 		require.Equal(t, val(k), vals[i], "GetMany %q", k)
@@ -845,7 +848,7 @@ func testContext(t *testing.T, s indextable.Store) {
 
 	_, err := s.Get(ctx, key)
 	require.ErrorIs(t, err, context.Canceled, "Get")
-	_, err = s.GetMany(ctx, [][]byte{key})
+	_, err = s.GetMany(ctx, [][]byte{key}, nil)
 	require.ErrorIs(t, err, context.Canceled, "GetMany")
 	var b indextable.Batch
 	b.Put(other, bs("v"))
@@ -883,7 +886,7 @@ func testClosed(t *testing.T, s indextable.Store) {
 
 	_, err := s.Get(bg, key)
 	require.ErrorIs(t, err, indextable.ErrClosed, "Get")
-	_, err = s.GetMany(bg, [][]byte{key})
+	_, err = s.GetMany(bg, [][]byte{key}, nil)
 	require.ErrorIs(t, err, indextable.ErrClosed, "GetMany")
 	var b indextable.Batch
 	b.Put(key, bs("w"))

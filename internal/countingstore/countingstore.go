@@ -54,10 +54,10 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 // GetMany implements indextable.Store.
-func (s *Store) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
 	s.getManys.Add(1)
 	s.manyKeys.Add(int64(len(keys)))
-	return s.Store.GetMany(ctx, keys)
+	return s.Store.GetMany(ctx, keys, dst)
 }
 
 // Scan implements indextable.Store.
