@@ -14,10 +14,11 @@ test:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) .
 
-# Each fuzz target for FUZZTIME.
+# Each fuzz target of the package for FUZZTIME.
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeTuple$$' -fuzztime=$(FUZZTIME) .
-	$(GO) test -run='^$$' -fuzz='^FuzzTupleOrder$$' -fuzztime=$(FUZZTIME) .
+	@for f in $$($(GO) test -list '^Fuzz' . | grep '^Fuzz'); do \
+		echo "== $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) . || exit 1; \
+	done
 
 # gofmt and vet must be clean.
 lint:

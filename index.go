@@ -51,9 +51,9 @@ type indexTable struct {
 	name     string
 	prefix   []byte // every entry key starts with it
 	fields   []field
-	keyFunc  func(reflect.Value) ([]Tuple, error)
+	keyFunc  func(reflect.Value) []Tuple
 	strategy Strategy
-	proj     Projection
+	proj     projection
 	unique   bool
 	sparse   bool
 	// utf8 rejects key strings that are not valid UTF-8, for a codec (JSON)
@@ -88,7 +88,7 @@ func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T], utf
 		return fail("set Fields or Key, not both")
 	case spec.Key != nil:
 		key := spec.Key
-		ix.keyFunc = func(rv reflect.Value) ([]Tuple, error) { return key(rv.Interface().(T)), nil }
+		ix.keyFunc = func(rv reflect.Value) []Tuple { return key(rv.Interface().(T)) }
 	case len(spec.Fields) == 0:
 		return fail("no key: set Fields or Key")
 	}
@@ -136,11 +136,7 @@ func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T], utf
 func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]byte, error) {
 	start := len(dst)
 	if ix.keyFunc != nil {
-		tuples, err := ix.keyFunc(rv)
-		if err != nil {
-			return dst, err
-		}
-		for _, t := range tuples {
+		for _, t := range ix.keyFunc(rv) {
 			if len(t) == 0 {
 				return dst, fmt.Errorf("%w: index %q: Key returned an empty tuple", ErrInvalidKey, ix.name)
 			}

@@ -38,24 +38,15 @@ func (s Strategy) String() string {
 	return fmt.Sprintf("Strategy(%d)", uint8(s))
 }
 
-// Projection is the compiled list of fields a Partial index keeps. Its
-// entry payload is one tuple element (a byte string) per field, holding the
-// field's value in the table's codec, so a field of any type can be kept.
-type Projection struct {
+// projection is the compiled Projection of a Partial index. Its entry
+// payload holds each field's value in the table's codec, so a field of any
+// type can be kept.
+type projection struct {
 	fields []field
 }
 
-// Fields returns the names of the projected fields.
-func (p Projection) Fields() []string {
-	names := make([]string, len(p.fields))
-	for i := range p.fields {
-		names[i] = p.fields[i].name
-	}
-	return names
-}
-
-func compileProjection(rt reflect.Type, names []string) (Projection, error) {
-	var p Projection
+func compileProjection(rt reflect.Type, names []string) (projection, error) {
+	var p projection
 	seen := map[string]bool{}
 	for _, n := range names {
 		if seen[n] {
@@ -74,7 +65,7 @@ func compileProjection(rt reflect.Type, names []string) (Projection, error) {
 // appendPayload appends the projected fields of rv, an addressable
 // record: for each, its length as a uvarint, then its encoding. Each field
 // is marshalled through a pointer, as it is unmarshalled.
-func (p Projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte, error) {
+func (p projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte, error) {
 	for i := range p.fields {
 		fv := p.fields[i].get(rv)
 		var b []byte
@@ -91,7 +82,7 @@ func (p Projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte
 
 // decodePayload sets the projected fields of rv from a payload; an empty
 // field (behind a nil embedded pointer when written) is left zero.
-func (p Projection) decodePayload(payload string, rv reflect.Value, c Codec) error {
+func (p projection) decodePayload(payload string, rv reflect.Value, c Codec) error {
 	sd, fast := c.(stringUnmarshaler)
 	for i := range p.fields {
 		n, w := uvarintString(payload)
