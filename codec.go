@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"reflect"
 	"sync"
@@ -14,18 +15,22 @@ import (
 )
 
 // Codec turns records into the bytes stored in fact tables and in
-// full-copy and partial index entries. The default is JSONCodec.
+// full-copy and partial index entries. The default is JSONCodec. A table
+// marshals a pointer to a record or to a field, and unmarshals into one.
 type Codec interface {
-	// Marshal encodes v, a record or one field of a record.
+	// Marshal encodes the value v points to: a record or one of its fields.
 	Marshal(v any) ([]byte, error)
-	// Unmarshal decodes data into the value v points to, which is zero.
+	// Unmarshal decodes data into the value v points to, which is zero. It
+	// must neither modify data nor keep it after returning: data may be
+	// the store's own memory.
 	Unmarshal(data []byte, v any) error
 }
 
 // JSONCodec encodes values with encoding/json: self-describing, so fields
 // can be added to or removed from a record type without rewriting stored
-// records. JSON stores only valid UTF-8, so with it a key string must be
-// valid UTF-8 (ErrInvalidKey otherwise).
+// records. It stores what encoding/json keeps: invalid UTF-8 becomes
+// U+FFFD, and fields tagged json:"-" are dropped. Index entries follow the
+// stored record, and a primary key JSON would alter is refused.
 type JSONCodec struct{}
 
 // Marshal implements Codec.
@@ -34,8 +39,8 @@ func (JSONCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
 // Unmarshal implements Codec.
 func (JSONCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
-// AppendMarshaler is a Codec that can encode into a caller's buffer, which
-// saves a write a copy.
+// AppendMarshaler is a Codec that can encode into a caller's buffer,
+// which saves every write a copy of the record.
 type AppendMarshaler interface {
 	// AppendMarshal appends the encoding of v to dst.
 	AppendMarshal(dst []byte, v any) ([]byte, error)
@@ -51,8 +56,8 @@ func appendMarshal(c Codec, dst []byte, v any) ([]byte, error) {
 	return append(dst, b...), err
 }
 
-// ErrCodec reports a value a codec cannot encode, or bytes it cannot
-// decode.
+// ErrCodec reports a value a codec cannot encode, or stored bytes that
+// cannot be decoded.
 var ErrCodec = errors.New("indextable: codec")
 
 // BinaryCodec encodes values in a compact positional binary form, compiled
@@ -164,13 +169,19 @@ func (c *BinaryCodec) plan(t reflect.Type) (*binaryPlan, error) {
 	return p.(*binaryPlan), nil
 }
 
-// layout is what the fingerprint of a type is computed from.
-type layout interface{ Write([]byte) (int, error) }
-
-func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (encFn, decFn, error) {
+func compileBinary(t reflect.Type, h io.Writer, visiting map[reflect.Type]bool) (encFn, decFn, error) {
 	fmt.Fprintf(h, "%s;", t.Kind())
 	if t == timeType {
 		return encTime, decTime, nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map, reflect.Struct:
+		// A type that contains itself would compile forever.
+		if visiting[t] {
+			return nil, nil, fmt.Errorf("%w: recursive type %s", ErrCodec, t)
+		}
+		visiting[t] = true
+		defer delete(visiting, t)
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -238,11 +249,6 @@ func compileBinary(t reflect.Type, h layout, visiting map[reflect.Type]bool) (en
 				return d, err
 			}, nil
 	case reflect.Pointer:
-		if visiting[t] {
-			return nil, nil, fmt.Errorf("%w: recursive type %s", ErrCodec, t)
-		}
-		visiting[t] = true
-		defer delete(visiting, t)
 		elemEnc, elemDec, err := compileBinary(t.Elem(), h, visiting)
 		if err != nil {
 			return nil, nil, err

@@ -517,21 +517,11 @@ func b2i(b bool) int {
 	return 0
 }
 
-// PrefixEnd returns the smallest key greater than every key that starts
-// with prefix, or nil if there is none (prefix is empty or all 0xFF). It
-// does not modify prefix.
-//
-// The keys starting with EncodeTuple(p...) include tuples whose last
-// []byte or string element extends p's last element with 0x00; the keys
-// of p and its extensions are exactly those in [enc, enc+"\xff"), as no
-// type code is 0xFF.
-func PrefixEnd(prefix []byte) []byte {
-	for i := len(prefix) - 1; i >= 0; i-- {
-		if prefix[i] != 0xFF {
-			end := bytes.Clone(prefix[:i+1])
-			end[i]++
-			return end
-		}
-	}
-	return nil
+// tupleEnd returns the first key after every key that extends the tuple
+// encoded as k (k itself included), in a new slice: k+0xFF, as no element
+// encoding starts with 0xFF. It is written in k's spare capacity, if any.
+// (Incrementing k's last byte would be wrong: the encoding of "a" is a byte
+// prefix of that of "a\x00", which is not an extension of "a".)
+func tupleEnd(k []byte) []byte {
+	return append(append(k[len(k):], k...), 0xFF)
 }

@@ -182,45 +182,23 @@ func TestKnownOrder(t *testing.T) {
 	assert.Zero(t, CompareTuples(Tuple{int64(5), math.NaN()}, Tuple{uint8(5), math.NaN()}))
 }
 
-func TestPrefixEnd(t *testing.T) {
-	tests := []struct{ in, want []byte }{
-		{nil, nil},
-		{[]byte{}, nil},
-		{[]byte{0xFF, 0xFF}, nil},
-		{[]byte{0x00}, []byte{0x01}},
-		{[]byte{0x01, 0xFF}, []byte{0x02}},
-		{[]byte{0x01, 0x02, 0xFF, 0xFF}, []byte{0x01, 0x03}},
-		{[]byte{0xFE}, []byte{0xFF}},
-	}
-	for _, tc := range tests {
-		in := bytes.Clone(tc.in)
-		got := PrefixEnd(in)
-		assert.Equal(t, tc.want, got, "PrefixEnd(%x)", tc.in)
-		assert.Equal(t, tc.in, in, "input modified")
-		if len(got) > 0 {
-			got[0] = 0x42
-			assert.Equal(t, tc.in, in, "result aliases input")
-		}
-	}
-}
-
-// A key range built with PrefixEnd over a tuple prefix also holds tuples
-// whose last string element extends the prefix's with 0x00; appending 0xFF
-// to the prefix bounds exactly the tuple and its extensions.
-func TestPrefixRangeOfStrings(t *testing.T) {
+// tupleEnd bounds exactly a tuple and its extensions: not "a\x00", whose
+// encoding starts with that of "a".
+func TestTupleEnd(t *testing.T) {
 	p, err := EncodeTuple("a")
 	require.NoError(t, err)
 	ext, err := EncodeTuple("a", "z", 1)
 	require.NoError(t, err)
 	other, err := EncodeTuple("a\x00")
 	require.NoError(t, err)
-	end := PrefixEnd(p)
-	tight := append(bytes.Clone(p), 0xFF)
-	for _, k := range [][]byte{p, ext, other} {
+	in := bytes.Clone(p)
+	end := tupleEnd(in)
+	assert.Equal(t, p, in, "input modified")
+	assert.Equal(t, append(bytes.Clone(p), 0xFF), end)
+	for _, k := range [][]byte{p, ext} {
 		assert.True(t, bytes.Compare(k, p) >= 0 && bytes.Compare(k, end) < 0)
 	}
-	assert.Equal(t, -1, bytes.Compare(ext, tight))
-	assert.Equal(t, 1, bytes.Compare(other, tight))
+	assert.Equal(t, 1, bytes.Compare(other, end))
 }
 
 func TestUnsupportedTypes(t *testing.T) {
@@ -526,16 +504,12 @@ func TestTupleProperties(t *testing.T) {
 		ea, err := EncodeTuple(a...)
 		require.NoError(t, err)
 		// Prefixes: enc(a[:k]) is a byte prefix of enc(a), and enc(a)
-		// lies in [enc(a[:k]), PrefixEnd(enc(a[:k]))).
+		// lies in [enc(a[:k]), tupleEnd(enc(a[:k]))).
 		for k := range len(a) + 1 {
 			p, err := EncodeTuple(a[:k]...)
 			require.NoError(t, err)
 			require.True(t, bytes.HasPrefix(ea, p))
-			if end := PrefixEnd(p); end != nil {
-				require.Equal(t, -1, bytes.Compare(ea, end))
-			} else {
-				require.Empty(t, p)
-			}
+			require.Equal(t, -1, bytes.Compare(ea, tupleEnd(p)))
 		}
 		// Element by element: ElementLen agrees with DecodeElement and
 		// with the element's own encoding.

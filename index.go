@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"unicode/utf8"
 )
 
 // Index declares one index table over a table of records of type T.
@@ -33,7 +32,8 @@ type Index[T any] struct {
 	// Projection names the fields a Partial entry keeps; only for Partial.
 	Projection []string
 	// Unique rejects a write that would give two records one key, with
-	// ErrUniqueViolation, and applies nothing of it.
+	// ErrUniqueViolation, and applies nothing of it. An empty key is a key
+	// like any other; make the index Sparse to let many records have none.
 	Unique bool
 	// Sparse leaves out records whose key fields hold a zero value (and, in
 	// a multi-valued index, zero elements), as a sparse index in a database
@@ -56,26 +56,21 @@ type indexTable struct {
 	proj     projection
 	unique   bool
 	sparse   bool
-	// utf8 rejects key strings that are not valid UTF-8, for a codec (JSON)
-	// that would store them altered: the stored record would no longer have
-	// the keys its entries were written under.
-	utf8 bool
 }
 
-// entry is one index entry, or (index nil) the fact record itself.
+// entry is one index entry.
 type entry struct {
 	ix    *indexTable
 	key   []byte
 	value []byte
 }
 
-func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T], utf8Only bool) (*indexTable, error) {
+func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T]) (*indexTable, error) {
 	ix := &indexTable{
 		name:     spec.Name,
 		strategy: spec.Strategy,
 		unique:   spec.Unique,
 		sparse:   spec.Sparse,
-		utf8:     utf8Only,
 	}
 	fail := func(format string, args ...any) (*indexTable, error) {
 		return nil, fmt.Errorf("%w: index %q: %s", ErrInvalidSchema, spec.Name, fmt.Sprintf(format, args...))
@@ -86,6 +81,8 @@ func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T], utf
 	switch {
 	case spec.Key != nil && len(spec.Fields) > 0:
 		return fail("set Fields or Key, not both")
+	case spec.Key != nil && (spec.Sparse || spec.MultiValued):
+		return fail("Sparse and MultiValued apply to Fields; a Key func leaves a record out, or indexes it several times, by the tuples it returns")
 	case spec.Key != nil:
 		key := spec.Key
 		ix.keyFunc = func(rv reflect.Value) []Tuple { return key(rv.Interface().(T)) }
@@ -140,13 +137,6 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 			if len(t) == 0 {
 				return dst, fmt.Errorf("%w: index %q: Key returned an empty tuple", ErrInvalidKey, ix.name)
 			}
-			if ix.utf8 {
-				for _, e := range t {
-					if s, ok := e.(string); ok && !utf8.ValidString(s) {
-						return dst, invalidUTF8(ix.name, s)
-					}
-				}
-			}
 			k, err := AppendTuple(bytes.Clone(scratch), t...)
 			if err != nil {
 				return dst, fmt.Errorf("%w: index %q: %w", ErrInvalidKey, ix.name, err)
@@ -166,9 +156,6 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 				if !fv.IsValid() || (ix.sparse && fv.IsZero()) {
 					continue
 				}
-				if ix.utf8 && !validUTF8(fv) {
-					return dst[:start], invalidUTF8(ix.name, fv.Interface())
-				}
 				dst = append(dst, appendKeyValue(dst[j], fv))
 				continue
 			}
@@ -180,9 +167,6 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 				if ix.sparse && ev.IsZero() {
 					continue
 				}
-				if ix.utf8 && !validUTF8(ev) {
-					return dst[:start], invalidUTF8(ix.name, ev.Interface())
-				}
 				k := appendKeyValue(bytes.Clone(dst[j]), ev)
 				dst = appendUnique(dst, end, k)
 			}
@@ -190,19 +174,6 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 		dst = append(dst[:start], dst[end:]...)
 	}
 	return dst, nil
-}
-
-// validUTF8 reports whether v, a value of a keyType, is not a string or
-// pointer to one, or holds valid UTF-8.
-func validUTF8(v reflect.Value) bool {
-	if v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
-	}
-	return v.Kind() != reflect.String || utf8.ValidString(v.String())
-}
-
-func invalidUTF8(where string, v any) error {
-	return fmt.Errorf("%w: %s: key string %q is not valid UTF-8, which the JSON codec cannot store unaltered (use []byte, or a codec that keeps bytes)", ErrInvalidKey, where, v)
 }
 
 // appendUnique appends k to list unless list[from:] holds it already.
@@ -261,7 +232,7 @@ func (ix *indexTable) splitEntry(key, value []byte, pkArity int) (pk, payload []
 	if ix.unique {
 		n, w := binary.Uvarint(value)
 		if w <= 0 || uint64(len(value)-w) < n {
-			return nil, nil, fmt.Errorf("%w: index %q: entry value too short", ErrMalformedKey, ix.name)
+			return nil, nil, fmt.Errorf("%w: index %q: entry value too short", ErrCodec, ix.name)
 		}
 		return value[w : w+int(n)], value[w+int(n):], nil
 	}

@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"iter"
 	"reflect"
+	"slices"
 	"unsafe"
 )
 
@@ -54,7 +55,9 @@ type Query struct {
 
 // Bound is one end of a range on a key component.
 type Bound struct {
-	Value     any
+	// Value is compared with the key component, as a tuple element.
+	Value any
+	// Exclusive leaves out Value itself.
 	Exclusive bool
 }
 
@@ -110,16 +113,27 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 		if n > len(fields) {
 			return nil, fmt.Errorf("%w: %d key components given, the key has %d", ErrInvalidQuery, n, len(fields))
 		}
+		eq := q.Eq
 		for i, v := range q.Eq {
-			if err := checkComponent(&fields[i], v); err != nil {
+			w, err := queryComponent(&fields[i], v)
+			if err != nil {
 				return nil, err
 			}
+			if w != v {
+				if &eq[0] == &q.Eq[0] {
+					eq = slices.Clone(q.Eq)
+				}
+				eq[i] = w
+			}
 		}
-		for _, b := range []*Bound{q.Lower, q.Upper} {
-			if b != nil {
-				if err := checkComponent(&fields[len(q.Eq)], b.Value); err != nil {
+		q.Eq = eq
+		for _, b := range []**Bound{&q.Lower, &q.Upper} {
+			if *b != nil {
+				w, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
+				if err != nil {
 					return nil, err
 				}
+				*b = &Bound{Value: w, Exclusive: (*b).Exclusive}
 			}
 		}
 	}
@@ -129,9 +143,7 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
-	// A key that extends the tuple encoded as k lies in [k, k+0xFF): no
-	// element encoding starts with 0xFF. (PrefixEnd(k) would be wrong: the
-	// encoding of "a" is a byte prefix of that of "a\x00".)
+	// A key that extends the tuple encoded as k lies in [k, tupleEnd(k)).
 	p.r.Start, p.r.End = eq, tupleEnd(eq)
 	if q.Lower != nil {
 		if p.r.Start, err = AppendElement(bytes.Clone(eq), q.Lower.Value); err != nil {
@@ -157,12 +169,6 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 		}
 	}
 	return p, nil
-}
-
-// tupleEnd returns the first key after every key that extends the tuple
-// encoded as k, in a new slice (in k's spare capacity, if any).
-func tupleEnd(k []byte) []byte {
-	return append(append(k[len(k):], k...), 0xFF)
 }
 
 func boolByte(b bool) byte {
@@ -308,7 +314,9 @@ func (t *Table[T]) read(ctx context.Context, p *scanPlan, q Query, onKey func([]
 		}
 		return
 	}
-	chunk := fetchChunk
+	// Buffers start small, for the common short read, and grow to at most
+	// fetchChunk entries.
+	chunk := 8
 	if q.Limit > 0 {
 		chunk = min(chunk, q.Limit)
 	}

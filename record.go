@@ -211,15 +211,24 @@ func kindClass(t reflect.Type) string {
 	return t.String()
 }
 
-// checkComponent reports whether query value v may be compared with field
-// f: nil matches anything (a nil pointer is indexed as nil), otherwise the
-// encoded element types must agree.
-func checkComponent(f *field, v any) error {
+// queryComponent checks that query value v may be compared with field f
+// and returns it as the field would store it: nil matches anything (a nil
+// pointer is indexed as nil), otherwise the encoded element types must
+// agree; a value for a float32 field is rounded to float32, as the field's
+// values were.
+func queryComponent(f *field, v any) (any, error) {
 	if v == nil {
-		return nil
+		return nil, nil
 	}
 	if want, got := kindClass(f.typ), kindClass(reflect.TypeOf(v)); want != got {
-		return fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
+		return nil, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
 	}
-	return nil
+	t := f.typ
+	if t.Kind() == reflect.Pointer || (f.multi && t.Kind() == reflect.Slice) {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Float32 {
+		return float64(float32(reflect.ValueOf(v).Float())), nil
+	}
+	return v, nil
 }

@@ -70,7 +70,8 @@ var (
 
 // Entry is one key/value pair yielded by Store.Scan.
 type Entry struct {
-	Key, Value []byte
+	Key   []byte // the entry's key
+	Value []byte // its value
 }
 
 // ScanRange selects the keys of a scan: Start <= key < End, in ascending
@@ -121,6 +122,7 @@ const (
 	OpExpectAbsent
 )
 
+// String names the kind.
 func (k OpKind) String() string {
 	switch k {
 	case OpPut:
@@ -137,9 +139,9 @@ func (k OpKind) String() string {
 
 // Op is one operation of a Batch.
 type Op struct {
-	Kind  OpKind
-	Key   []byte
-	Value []byte
+	Kind  OpKind // what the operation does
+	Key   []byte // the key it writes or checks
+	Value []byte // the value it puts or expects
 }
 
 // IsWrite reports whether the operation changes the store.

@@ -26,6 +26,7 @@ const (
 	Partial
 )
 
+// String names the strategy.
 func (s Strategy) String() string {
 	switch s {
 	case KeysOnly:
@@ -87,7 +88,7 @@ func (p projection) decodePayload(payload string, rv reflect.Value, c Codec) err
 	for i := range p.fields {
 		n, w := uvarintString(payload)
 		if w <= 0 || n > uint64(len(payload)-w) {
-			return fmt.Errorf("%w: projected field %q: bad length", ErrMalformedKey, p.fields[i].name)
+			return fmt.Errorf("%w: projected field %q: bad length", ErrCodec, p.fields[i].name)
 		}
 		b := payload[w : w+int(n)]
 		payload = payload[w+int(n):]

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 )
 
@@ -46,10 +47,16 @@ type Schema[T any] struct {
 	Codec Codec
 }
 
-// Version counts the writes to one record: 1 after its insert, one more
-// after each update. A delete forgets it, so a record that is deleted and
-// inserted again starts at 1.
+// Version identifies one state of a record, for conditional writes: each
+// update adds one, and an insert starts from a random incarnation (high
+// 32 bits) so that a record deleted and inserted again does not repeat the
+// versions of its earlier life. Compare versions for equality only.
 type Version uint64
+
+// newIncarnation returns the version of a newly inserted record.
+func newIncarnation() Version {
+	return Version(rand.Uint32()|1)<<32 | 1
+}
 
 // Table is a fact table of records of type T, a struct, ordered by primary
 // key, together with its index tables. It is safe for concurrent use.
@@ -61,7 +68,6 @@ type Table[T any] struct {
 	pk        []field
 	factSpace []byte
 	indexes   indexManager
-	utf8      bool // key strings must be valid UTF-8 (see indexTable.utf8)
 }
 
 // Open opens the table that schema declares over store, checking the
@@ -84,7 +90,6 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	if t.codec == nil {
 		t.codec = JSONCodec{}
 	}
-	_, t.utf8 = t.codec.(JSONCodec)
 	prefix := appendString(nil, schema.Name)
 	t.factSpace = appendInt(bytes.Clone(prefix), spaceFact)
 	for i, name := range schema.PrimaryKey {
@@ -103,7 +108,7 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 		if t.indexes.lookup(spec.Name) != nil {
 			return nil, fmt.Errorf("%w: two indexes are named %q", ErrInvalidSchema, spec.Name)
 		}
-		ix, err := compileIndex(rt, prefix, spec, t.utf8)
+		ix, err := compileIndex(rt, prefix, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -163,51 +168,64 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	_, err = t.write(ctx, writeDelete, reflect.Value{}, append(bytes.Clone(t.factSpace), key...), opts)
+	_, err = t.write(ctx, writeDelete, append(bytes.Clone(t.factSpace), key...), nil, nil, opts)
 	return err
 }
 
+// writeRecord encodes rec and writes it. Its primary key and index entries
+// are taken from the record as the codec stores it, as they are again when
+// the record is next written or deleted, so what the codec does not keep
+// (a field tagged json:"-", say) cannot leave entries behind.
 func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts []WriteOption) (Version, error) {
-	rv := reflect.ValueOf(&rec).Elem()
-	factKey := append(make([]byte, 0, len(t.factSpace)+32), t.factSpace...)
+	factKey, err := t.factKey(reflect.ValueOf(&rec).Elem())
+	if err != nil {
+		return 0, err
+	}
+	fact, err := appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), &rec)
+	if err != nil {
+		return 0, fmt.Errorf("table %q: encode record: %w", t.name, err)
+	}
+	payload := fact[binary.MaxVarintLen64:]
+	stored := new(T)
+	if err := t.codec.Unmarshal(payload, stored); err != nil {
+		return 0, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
+	}
+	sv := reflect.ValueOf(stored).Elem()
+	if storedKey, err := t.factKey(sv); err != nil || !bytes.Equal(storedKey, factKey) {
+		return 0, fmt.Errorf("%w: table %q: primary key %v does not survive the codec (stored as %v)",
+			ErrInvalidKey, t.name, decodeForError(factKey[len(t.factSpace):]), decodeForError(storedKey[len(t.factSpace):]))
+	}
+	entries, err := t.indexes.entries(sv, factKey[len(t.factSpace):], payload, t.codec)
+	if err != nil {
+		return 0, fmt.Errorf("table %q: %w", t.name, err)
+	}
+	return t.write(ctx, kind, factKey, fact, entries, opts)
+}
+
+// factKey returns the fact table key of the record rv.
+func (t *Table[T]) factKey(rv reflect.Value) ([]byte, error) {
+	key := append(make([]byte, 0, len(t.factSpace)+32), t.factSpace...)
 	for i := range t.pk {
 		fv := t.pk[i].get(rv)
 		if !fv.IsValid() {
-			return 0, fmt.Errorf("%w: primary key field %q is unreachable (nil embedded pointer)", ErrInvalidKey, t.pk[i].name)
+			return key, fmt.Errorf("%w: primary key field %q is unreachable (nil embedded pointer)", ErrInvalidKey, t.pk[i].name)
 		}
-		if t.utf8 && !validUTF8(fv) {
-			return 0, invalidUTF8("primary key", fv.Interface())
-		}
-		factKey = appendKeyValue(factKey, fv)
+		key = appendKeyValue(key, fv)
 	}
-	return t.write(ctx, kind, rv, factKey, opts)
+	return key, nil
 }
 
-// write makes one record change: it reads the current record, computes the
-// batch that replaces it with rv (or deletes it when rv is invalid) and its
-// index entries, and commits that batch conditional on the current record
-// being unchanged, retrying when a concurrent write got there first.
-func (t *Table[T]) write(ctx context.Context, kind writeKind, rv reflect.Value, factKey []byte, opts []WriteOption) (Version, error) {
+// write makes one record change: it reads the current record, and commits
+// a batch that replaces it with fact (binary.MaxVarintLen64 bytes for the
+// version, then the payload) and its index entries newEntries, or deletes
+// it when fact is nil, conditional on the current record being unchanged;
+// it retries when a concurrent write got there first.
+func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []byte, newEntries []entry, opts []WriteOption) (Version, error) {
 	var o writeOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	pk := factKey[len(t.factSpace):]
-	var (
-		fact       []byte // binary.MaxVarintLen64 bytes for the version, then payload
-		payload    []byte
-		newEntries []entry
-	)
-	if rv.IsValid() {
-		var err error
-		if fact, err = appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), rv.Addr().Interface()); err != nil {
-			return 0, fmt.Errorf("table %q: encode record: %w", t.name, err)
-		}
-		payload = fact[binary.MaxVarintLen64:]
-		if newEntries, err = t.indexes.entries(rv, pk, payload, t.codec); err != nil {
-			return 0, fmt.Errorf("table %q: %w", t.name, err)
-		}
-	}
 	b := Batch{ops: make([]Op, 0, 2+2*len(newEntries))}
 	for attempt := 1; ; attempt++ {
 		oldValue, err := t.store.Get(ctx, factKey)
@@ -243,7 +261,10 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, rv reflect.Value, 
 			b.ExpectAbsent(factKey)
 		}
 		version := oldVersion + 1
-		if rv.IsValid() {
+		if !exists {
+			version = newIncarnation()
+		}
+		if fact != nil {
 			b.Put(factKey, factValue(fact, version))
 		} else {
 			b.Delete(factKey)
@@ -293,7 +314,7 @@ func factValue(fact []byte, v Version) []byte {
 func splitFact(value []byte) (Version, []byte, error) {
 	v, n := binary.Uvarint(value)
 	if n <= 0 {
-		return 0, nil, fmt.Errorf("%w: fact record has no version", ErrMalformedKey)
+		return 0, nil, fmt.Errorf("%w: fact record has no version", ErrCodec)
 	}
 	return Version(v), value[n:], nil
 }
@@ -312,14 +333,15 @@ func (t *Table[T]) encodePK(pk Tuple) ([]byte, error) {
 	if len(pk) != len(t.pk) {
 		return nil, fmt.Errorf("%w: table %q has %d primary key components, got %d", ErrInvalidKey, t.name, len(t.pk), len(pk))
 	}
+	key := make([]byte, 0, 32)
 	for i, v := range pk {
-		if err := checkComponent(&t.pk[i], v); err != nil {
+		w, err := queryComponent(&t.pk[i], v)
+		if err == nil {
+			key, err = AppendElement(key, w)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
 		}
-	}
-	key, err := AppendTuple(nil, pk...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	}
 	return key, nil
 }

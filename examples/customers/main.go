@@ -146,6 +146,6 @@ func run(ctx context.Context) error {
 	}
 	c.Phone = "000"
 	_, err = table.Update(ctx, c, indextable.IfVersion(v))
-	fmt.Printf("Second update of C03 with the stale version %d: %v\n", v, err)
+	fmt.Printf("Second update of C03 with the version read before the first: %v\n", err)
 	return nil
 }
