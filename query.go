@@ -76,6 +76,7 @@ type scanPlan struct {
 	ix           *indexTable // nil for the fact table
 	r            ScanRange
 	table, index string
+	buf          []byte // holds r.Start and r.End, reused by the next plan
 }
 
 // fingerprint identifies the query a cursor belongs to: its table, index,
@@ -90,19 +91,20 @@ func (p *scanPlan) fingerprint() uint64 {
 	return h.Sum64()
 }
 
-func (t *Table[T]) compile(q Query) (*scanPlan, error) {
-	p := &scanPlan{}
+// compile compiles q into p, reusing p's buffer.
+func (t *Table[T]) compile(q Query, p *scanPlan) error {
+	*p = scanPlan{buf: p.buf[:0]}
 	prefix := t.factSpace
 	fields := t.pk
 	if q.Index != "" {
 		p.ix = t.indexes.lookup(q.Index)
 		if p.ix == nil {
-			return nil, fmt.Errorf("%w: table %q has no index %q", ErrInvalidQuery, t.name, q.Index)
+			return fmt.Errorf("%w: table %q has no index %q", ErrInvalidQuery, t.name, q.Index)
 		}
 		prefix, fields = p.ix.prefix, p.ix.fields
 	}
 	if q.Limit < 0 {
-		return nil, fmt.Errorf("%w: negative limit %d", ErrInvalidQuery, q.Limit)
+		return fmt.Errorf("%w: negative limit %d", ErrInvalidQuery, q.Limit)
 	}
 	bounded := q.Lower != nil || q.Upper != nil
 	if fields != nil {
@@ -111,13 +113,13 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 			n++
 		}
 		if n > len(fields) {
-			return nil, fmt.Errorf("%w: %d key components given, the key has %d", ErrInvalidQuery, n, len(fields))
+			return fmt.Errorf("%w: %d key components given, the key has %d", ErrInvalidQuery, n, len(fields))
 		}
 		eq := q.Eq
 		for i, v := range q.Eq {
 			w, err := queryComponent(&fields[i], v)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if w != v {
 				if &eq[0] == &q.Eq[0] {
@@ -131,23 +133,25 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 			if *b != nil {
 				w, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				*b = &Bound{Value: w, Exclusive: (*b).Exclusive}
 			}
 		}
 	}
 	// One buffer holds the start key and, after it, the end key.
-	buf := make([]byte, 0, 2*len(prefix)+64)
-	eq, err := AppendTuple(append(buf, prefix...), q.Eq...)
+	if cap(p.buf) < 2*len(prefix)+64 {
+		p.buf = make([]byte, 0, 2*len(prefix)+64)
+	}
+	eq, err := AppendTuple(append(p.buf, prefix...), q.Eq...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
 	// A key that extends the tuple encoded as k lies in [k, tupleEnd(k)).
 	p.r.Start, p.r.End = eq, tupleEnd(eq)
 	if q.Lower != nil {
 		if p.r.Start, err = AppendElement(bytes.Clone(eq), q.Lower.Value); err != nil {
-			return nil, fmt.Errorf("%w: lower bound: %w", ErrInvalidQuery, err)
+			return fmt.Errorf("%w: lower bound: %w", ErrInvalidQuery, err)
 		}
 		if q.Lower.Exclusive {
 			p.r.Start = tupleEnd(p.r.Start)
@@ -155,7 +159,7 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 	}
 	if q.Upper != nil {
 		if p.r.End, err = AppendElement(bytes.Clone(eq), q.Upper.Value); err != nil {
-			return nil, fmt.Errorf("%w: upper bound: %w", ErrInvalidQuery, err)
+			return fmt.Errorf("%w: upper bound: %w", ErrInvalidQuery, err)
 		}
 		if !q.Upper.Exclusive {
 			p.r.End = tupleEnd(p.r.End)
@@ -165,10 +169,10 @@ func (t *Table[T]) compile(q Query) (*scanPlan, error) {
 	p.table, p.index = t.name, q.Index
 	if q.Cursor != "" {
 		if p.r.After, err = p.decodeCursor(q.Cursor); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return p, nil
+	return nil
 }
 
 func boolByte(b bool) byte {
@@ -220,13 +224,13 @@ func (p *scanPlan) decodeCursor(s string) ([]byte, error) {
 // Find returns the records that q selects, in key order.
 func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		p, err := t.compile(q)
-		if err != nil {
-			var zero T
-			yield(zero, err)
+		rd := t.newReader()
+		defer t.freeReader(rd)
+		if err := t.compile(q, &rd.plan); err != nil {
+			yield(rd.zero, err)
 			return
 		}
-		t.read(ctx, p, q, nil, yield)
+		t.read(ctx, rd, q, nil, yield)
 	}
 }
 
@@ -237,7 +241,9 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	if q.Limit <= 0 {
 		return nil, "", fmt.Errorf("%w: FindPage needs a positive Limit", ErrInvalidQuery)
 	}
-	p, err := t.compile(q)
+	rd := t.newReader()
+	defer t.freeReader(rd)
+	err := t.compile(q, &rd.plan)
 	if err != nil {
 		return nil, "", err
 	}
@@ -246,7 +252,7 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	q.Limit++
 	page := make([]T, 0, min(q.Limit, fetchChunk))
 	var keys [2][]byte // the entry keys of the last two records read
-	t.read(ctx, p, q, func(key []byte) {
+	t.read(ctx, rd, q, func(key []byte) {
 		keys[0], keys[1] = keys[1], append(keys[0][:0], key...)
 	}, func(rec T, e error) bool {
 		page, err = append(page, rec), e
@@ -258,19 +264,21 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	if len(page) <= limit {
 		return page, "", nil
 	}
-	return page[:limit], p.encodeCursor(keys[0]), nil
+	return page[:limit], rd.plan.encodeCursor(keys[0]), nil
 }
 
 // Count returns how many index entries (or, without an index, records) q
 // selects, up to q.Limit when set, without decoding any record.
 func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
-	p, err := t.compile(q)
-	if err != nil {
+	rd := t.newReader()
+	defer t.freeReader(rd)
+	if err := t.compile(q, &rd.plan); err != nil {
 		return 0, err
 	}
-	p.r.Limit = q.Limit
+	r := rd.plan.r
+	r.Limit = q.Limit
 	n := 0
-	for _, err := range t.store.Scan(ctx, p.r) {
+	for _, err := range t.store.Scan(ctx, r) {
 		if err != nil {
 			return 0, err
 		}
@@ -294,8 +302,9 @@ func (t *Table[T]) Exists(ctx context.Context, q Query) (bool, error) {
 // it comes. Other reads gather up to fetchChunk entries and fetch their
 // records with one GetMany. Buffers live for the whole scan, so a read
 // allocates per record only what the codec does.
-func (t *Table[T]) read(ctx context.Context, p *scanPlan, q Query, onKey func([]byte), yield func(T, error) bool) {
-	rd := &reader[T]{t: t, limit: q.Limit, onKey: onKey, yield: yield}
+func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
+	rd.limit, rd.onKey, rd.yield = q.Limit, onKey, yield
+	p := &rd.plan
 	r := p.r
 	if p.ix == nil || p.ix.strategy == FullCopy || q.Covered {
 		r.Limit = q.Limit
@@ -314,20 +323,7 @@ func (t *Table[T]) read(ctx context.Context, p *scanPlan, q Query, onKey func([]
 		}
 		return
 	}
-	// Buffers start small, for the common short read, and grow to at most
-	// fetchChunk entries.
-	chunk := 8
-	if q.Limit > 0 {
-		chunk = min(chunk, q.Limit)
-	}
-	rd.f = fetcher[T]{
-		t:       t,
-		ix:      p.ix,
-		buf:     make([]byte, 0, chunk*(len(t.factSpace)+2*len(p.ix.prefix)+64)),
-		pending: make([]pendingFact, 0, chunk),
-		keys:    make([][]byte, 0, chunk),
-		values:  make([][]byte, 0, chunk),
-	}
+	rd.f.t, rd.f.ix = t, p.ix
 	for e, err := range t.store.Scan(ctx, r) {
 		if err == nil {
 			err = rd.f.add(e)
@@ -349,9 +345,10 @@ func (t *Table[T]) read(ctx context.Context, p *scanPlan, q Query, onKey func([]
 	}
 }
 
-// reader is the state of one read: one allocation for all of it.
+// reader is the state of one read, kept in the table's pool with its
+// buffers for the next read.
 type reader[T any] struct {
-	t     *Table[T]
+	plan  scanPlan
 	limit int
 	onKey func([]byte)
 	yield func(T, error) bool
@@ -359,6 +356,30 @@ type reader[T any] struct {
 	zero  T
 	n     int // records yielded
 	f     fetcher[T]
+}
+
+func (t *Table[T]) newReader() *reader[T] {
+	if rd, ok := t.readers.Get().(*reader[T]); ok {
+		return rd
+	}
+	return new(reader[T])
+}
+
+// freeReader returns rd to the pool, keeping its buffers unless they grew
+// large, and nothing that refers to the caller or to the store's memory.
+func (t *Table[T]) freeReader(rd *reader[T]) {
+	f := &rd.f
+	clear(f.keys[:cap(f.keys)])
+	clear(f.values[:cap(f.values)])
+	clear(f.ownKeys[:cap(f.ownKeys)])
+	f.reset()
+	if cap(f.buf) > 1<<16 || cap(rd.plan.buf) > 1<<12 {
+		return
+	}
+	*rd = reader[T]{plan: scanPlan{buf: rd.plan.buf[:0]}, f: fetcher[T]{
+		buf: f.buf, pending: f.pending, keys: f.keys[:0], values: f.values[:0], scratch: f.scratch[:0], ownKeys: f.ownKeys[:0],
+	}}
+	t.readers.Put(rd)
 }
 
 func (rd *reader[T]) fail(err error) { rd.yield(rd.zero, err) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 )
 
 // Table errors, in addition to the Store errors.
@@ -59,7 +60,9 @@ func newIncarnation() Version {
 }
 
 // Table is a fact table of records of type T, a struct, ordered by primary
-// key, together with its index tables. It is safe for concurrent use.
+// key, together with its index tables. It is safe for concurrent use: a
+// write that a concurrent write to the same record (or unique key) overtook
+// reads again and retries, and gives up with ErrConflict after 64 tries.
 type Table[T any] struct {
 	store     Store
 	name      string
@@ -68,6 +71,7 @@ type Table[T any] struct {
 	pk        []field
 	factSpace []byte
 	indexes   indexManager
+	readers   sync.Pool // *reader[T], to reuse read buffers
 }
 
 // Open opens the table that schema declares over store, checking the
@@ -164,11 +168,11 @@ func (t *Table[T]) Update(ctx context.Context, rec T, opts ...WriteOption) (Vers
 // Delete removes the record with primary key pk and its index entries; it
 // returns an error wrapping ErrNotFound if there is none.
 func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) error {
-	key, err := t.encodePK(pk)
+	key, err := t.factKeyOf(pk)
 	if err != nil {
 		return err
 	}
-	_, err = t.write(ctx, writeDelete, append(bytes.Clone(t.factSpace), key...), nil, nil, opts)
+	_, err = t.write(ctx, writeDelete, key, nil, nil, opts)
 	return err
 }
 
@@ -327,13 +331,13 @@ func decodeForError(b []byte) any {
 	return fmt.Sprintf("%q", b)
 }
 
-// encodePK encodes a primary key given as a tuple, checking it against the
-// schema.
-func (t *Table[T]) encodePK(pk Tuple) ([]byte, error) {
+// factKeyOf returns the fact table key of a primary key given as a tuple,
+// checking it against the schema.
+func (t *Table[T]) factKeyOf(pk Tuple) ([]byte, error) {
 	if len(pk) != len(t.pk) {
 		return nil, fmt.Errorf("%w: table %q has %d primary key components, got %d", ErrInvalidKey, t.name, len(t.pk), len(pk))
 	}
-	key := make([]byte, 0, 32)
+	key := append(make([]byte, 0, len(t.factSpace)+32), t.factSpace...)
 	for i, v := range pk {
 		w, err := queryComponent(&t.pk[i], v)
 		if err == nil {
@@ -357,11 +361,11 @@ func (t *Table[T]) Get(ctx context.Context, pk ...any) (T, error) {
 // conditional write with IfVersion.
 func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, error) {
 	var rec T
-	key, err := t.encodePK(pk)
+	key, err := t.factKeyOf(pk)
 	if err != nil {
 		return rec, 0, err
 	}
-	value, err := t.store.Get(ctx, append(bytes.Clone(t.factSpace), key...))
+	value, err := t.store.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, pk)
