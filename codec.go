@@ -100,8 +100,9 @@ type binaryDecoder struct {
 	off int
 }
 
-// Marshal implements Codec. As with encoding/json, Marshal(&v) encodes
-// what Marshal(v) does, and Unmarshal(data, &v) decodes it.
+// Marshal implements Codec. As with encoding/json, for a v that is not
+// itself a pointer, Marshal(&v) encodes what Marshal(v) does, and
+// Unmarshal(data, &v) decodes either.
 func (c *BinaryCodec) Marshal(v any) ([]byte, error) {
 	return c.AppendMarshal(make([]byte, 0, 64), v)
 }

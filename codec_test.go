@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -566,6 +567,10 @@ type (
 		Nom string
 		Age int
 	}
+	codecLayoutCase struct {
+		NAME string
+		Age  int
+	}
 	codecLayoutKind struct {
 		Name string
 		Age  uint
@@ -614,7 +619,7 @@ func TestBinaryCodecFingerprint(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, target := range []any{
-		new(codecLayoutRenamed), new(codecLayoutKind), new(codecLayoutSize), new(codecLayoutOrder),
+		new(codecLayoutRenamed), new(codecLayoutCase), new(codecLayoutKind), new(codecLayoutSize), new(codecLayoutOrder),
 		new(codecLayoutExtra), new(codecLayoutFewer), new(codecLayoutSlice), new(codecLayoutBytes),
 		new(codecLayoutPtr), new(codecLayoutNested), new(string), new(int), new([]string),
 		new(struct{ Name, Age string }), new(struct{}),
@@ -866,6 +871,18 @@ func TestBinaryCodecDecodedValuesOwnNoInput(t *testing.T) {
 	want.Bs[0] = []byte("YYY")
 	require.Equal(t, want, got)
 
+	// A decoded []byte is not cut from the buffer decoded strings share
+	// (writing to it would change immutable string memory).
+	var sb codecStrBytes
+	data, err = c.Marshal(codecStrBytes{S1: "before", B: []byte("bytes"), S2: "after"})
+	require.NoError(t, err)
+	require.NoError(t, c.Unmarshal(data, &sb))
+	p1, p2 := uintptr(unsafe.Pointer(unsafe.StringData(sb.S1))), uintptr(unsafe.Pointer(unsafe.StringData(sb.S2)))
+	if p2-p1 == uintptr(len(sb.S1)+1+len(sb.B)+1) { // the strings share one buffer
+		pb := uintptr(unsafe.Pointer(unsafe.SliceData(sb.B)))
+		require.False(t, pb >= p1 && pb < p2, "decoded []byte aliases the string buffer")
+	}
+
 	// Nor does the encoder keep the value: mutating the source after
 	// Marshal leaves the bytes as they were.
 	src := codecOwnedValue()
@@ -875,6 +892,13 @@ func TestBinaryCodecDecodedValuesOwnNoInput(t *testing.T) {
 	src.B[0] = 'Z'
 	src.Strs[0] = "changed"
 	require.Equal(t, encCopy, enc)
+}
+
+// codecStrBytes has a []byte between two strings.
+type codecStrBytes struct {
+	S1 string
+	B  []byte
+	S2 string
 }
 
 // codecSix is the record of the allocation test.
