@@ -8,6 +8,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -44,6 +45,9 @@ func personIndexes() []it.Index[person] {
 			}
 			return []it.Tuple{{p.Score % 3, p.Town}}
 		}, Strategy: it.FullCopy},
+		{Name: "score_parity", Key: func(p person) []it.Tuple {
+			return []it.Tuple{{p.Score & 1}}
+		}, Strategy: it.Partial, Projection: []string{"Name"}},
 	}
 }
 
@@ -91,6 +95,8 @@ func modelKeys(name string, p person) []it.Tuple {
 			return nil
 		}
 		return []it.Tuple{{p.Score % 3, p.Town}}
+	case "score_parity":
+		return []it.Tuple{{p.Score & 1}}
 	}
 	panic(name)
 }
@@ -130,6 +136,8 @@ func covered(name string, p person) person {
 		return person{ID: p.ID, Note: p.Note}
 	case "email":
 		return person{ID: p.ID, Email: p.Email}
+	case "score_parity":
+		return person{ID: p.ID, Name: p.Name}
 	}
 	panic(name)
 }
@@ -587,8 +595,9 @@ func TestWritesTouchOnlyTheEntriesThatChange(t *testing.T) {
 	before := s.Counts()
 	_, err := tbl.Insert(ctx, p)
 	require.NoError(t, err)
-	// record + guard; town_name, town, name, tags x and y, email (+ guard), score_mod.
-	assert.Equal(t, int64(2+7+1), s.Counts().Sub(before).Ops)
+	// record + guard; town_name, town, name, tags x and y, email (+ guard),
+	// score_mod, score_parity.
+	assert.Equal(t, int64(2+8+1), s.Counts().Sub(before).Ops)
 
 	// A Note change touches the record and the entries that hold Note: the
 	// full copies and the tags projection (two entries).
@@ -996,4 +1005,22 @@ func TestFloat32Keys(t *testing.T) {
 	n, err = tbl.Count(ctx, it.Query{Index: "value", Lower: it.Inclusive(0.2), Upper: it.Inclusive(0.3)})
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
+}
+
+// TestCoveredReadsOfComputedUniqueKeys reads the primary key back from the
+// value of a unique entry whose key is computed.
+func TestCoveredReadsOfComputedUniqueKeys(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{Name: "p", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[person]{{Name: "lower_email", Unique: true, Strategy: it.Partial, Projection: []string{"Town"},
+			Key: func(p person) []it.Tuple { return []it.Tuple{{strings.ToLower(p.Email)}} }}}})
+	require.NoError(t, err)
+	for i, e := range []string{"B@x", "a@X"} {
+		_, err := tbl.Insert(ctx, person{ID: i + 7, Email: e, Town: "T" + e})
+		require.NoError(t, err)
+	}
+	_, err = tbl.Insert(ctx, person{ID: 9, Email: "A@x"})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	got := collect(t, tbl, it.Query{Index: "lower_email", Covered: true})
+	assert.Equal(t, []person{{ID: 8, Town: "Ta@X"}, {ID: 7, Town: "TB@x"}}, got)
 }

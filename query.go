@@ -536,34 +536,49 @@ func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
 // the single-valued key fields and the projection. The entry is copied once,
 // into a string that the decoded strings are cut from.
 func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.Value) error {
-	pk, payload, err := ix.splitEntry(key, value, len(t.pk))
-	if err != nil {
-		return err
-	}
 	buf := make([]byte, len(key)+len(value))
 	copy(buf[copy(buf, key):], value)
 	s := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
-	// pk lies at the end of the key, or in the value just before payload.
-	pkOff := len(key) - len(pk)
-	if ix.unique {
-		pkOff = len(buf) - len(payload) - len(pk)
+	var pkOff, payloadOff int
+	if ix.fields != nil {
+		// The key fields, then the primary key: in the key, or after its
+		// length in a unique entry's value.
+		end, err := decodeFields(s, buf, len(ix.prefix), rv, ix.fields)
+		if err != nil {
+			return err
+		}
+		pkOff, payloadOff = end, len(key)
+		if ix.unique {
+			n, w := binary.Uvarint(value)
+			if w <= 0 || n > uint64(len(value)-w) {
+				return fmt.Errorf("%w: index %q: entry value too short", ErrCodec, ix.name)
+			}
+			pkOff, payloadOff = len(key)+w, len(key)+w+int(n)
+		}
+	} else {
+		// A computed key has no fields to decode; find the primary key.
+		pk, payload, err := ix.splitEntry(key, value, len(t.pk))
+		if err != nil {
+			return err
+		}
+		pkOff, payloadOff = len(key)-len(pk), len(buf)-len(payload)
+		if ix.unique {
+			pkOff = payloadOff - len(pk)
+		}
 	}
-	if err := decodeFields(s, buf, pkOff, rv, t.pk); err != nil {
-		return err
-	}
-	if err := decodeFields(s, buf, len(ix.prefix), rv, ix.fields); err != nil {
+	if _, err := decodeFields(s, buf, pkOff, rv, t.pk); err != nil {
 		return err
 	}
 	if ix.strategy == Partial {
-		return ix.proj.decodePayload(s[len(buf)-len(payload):], rv, t.codec)
+		return ix.proj.decodePayload(s[payloadOff:], rv, t.codec)
 	}
 	return nil
 }
 
 // decodeFields decodes consecutive tuple elements from b[off:] into the
 // fields of rv, skipping multi-valued fields and fields behind a nil
-// embedded pointer.
-func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field) error {
+// embedded pointer, and returns the offset after them.
+func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field) (int, error) {
 	for i := range fields {
 		f := &fields[i]
 		fv, err := rv.FieldByIndexErr(f.index)
@@ -574,9 +589,9 @@ func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field)
 			n, err = decodeKeyInto(s, b, off, fv)
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		off += n
 	}
-	return nil
+	return off, nil
 }
