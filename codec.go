@@ -1,6 +1,7 @@
 package indextable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -47,10 +49,14 @@ type AppendMarshaler interface {
 }
 
 // appendMarshal appends the encoding of v to dst, through AppendMarshal
-// when c has it.
+// when c has it (and checks that it did append).
 func appendMarshal(c Codec, dst []byte, v any) ([]byte, error) {
 	if am, ok := c.(AppendMarshaler); ok {
-		return am.AppendMarshal(dst, v)
+		out, err := am.AppendMarshal(dst, v)
+		if err == nil && (len(out) < len(dst) || !bytes.Equal(out[:len(dst)], dst)) {
+			err = fmt.Errorf("%w: %T.AppendMarshal did not append to its buffer", ErrCodec, c)
+		}
+		return out, err
 	}
 	b, err := c.Marshal(v)
 	return append(dst, b...), err
@@ -66,6 +72,9 @@ var ErrCodec = errors.New("indextable: codec")
 // of structs (strings, []byte, booleans, numbers, time.Time, pointers,
 // slices, arrays, maps and nested structs of these), and keeps any string
 // bytes, valid UTF-8 or not.
+//
+// A type that contains itself (a tree of nodes, say) is refused with
+// ErrCodec.
 //
 // Being positional, it ties stored records to the layout of their type:
 // each value starts with a fingerprint of the layout (field names and
@@ -340,15 +349,26 @@ func compileBinary(t reflect.Type, h io.Writer, visiting map[reflect.Type]bool) 
 				if v.IsNil() {
 					return append(dst, 0), nil
 				}
-				dst = binary.AppendUvarint(dst, uint64(v.Len())+1)
+				// Entries go in the order of their encoded keys, so that equal
+				// maps encode alike and an unchanged record rewrites no entry.
+				var buf []byte
+				spans := make([][3]int, 0, v.Len()) // key start, value start, end in buf
 				for it := v.MapRange(); it.Next(); {
+					start := len(buf)
 					var err error
-					if dst, err = keyEnc(dst, it.Key()); err != nil {
+					if buf, err = keyEnc(buf, it.Key()); err != nil {
 						return dst, err
 					}
-					if dst, err = valEnc(dst, it.Value()); err != nil {
+					mid := len(buf)
+					if buf, err = valEnc(buf, it.Value()); err != nil {
 						return dst, err
 					}
+					spans = append(spans, [3]int{start, mid, len(buf)})
+				}
+				slices.SortFunc(spans, func(x, y [3]int) int { return bytes.Compare(buf[x[0]:x[1]], buf[y[0]:y[1]]) })
+				dst = binary.AppendUvarint(dst, uint64(v.Len())+1)
+				for _, sp := range spans {
+					dst = append(dst, buf[sp[0]:sp[2]]...)
 				}
 				return dst, nil
 			}, func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {

@@ -518,8 +518,9 @@ func b2i(b bool) int {
 }
 
 // tupleEnd returns the first key after every key that extends the tuple
-// encoded as k (k itself included), in a new slice: k+0xFF, as no element
-// encoding starts with 0xFF. It is written in k's spare capacity, if any.
+// encoded as k (k itself included): k+0xFF, as no element encoding starts
+// with 0xFF. It is written after k, in k's spare capacity if there is
+// enough (so it may share k's array, leaving k as it is).
 // (Incrementing k's last byte would be wrong: the encoding of "a" is a byte
 // prefix of that of "a\x00", which is not an extension of "a".)
 func tupleEnd(k []byte) []byte {

@@ -1024,3 +1024,70 @@ func TestCoveredReadsOfComputedUniqueKeys(t *testing.T) {
 	got := collect(t, tbl, it.Query{Index: "lower_email", Covered: true})
 	assert.Equal(t, []person{{ID: 8, Town: "Ta@X"}, {ID: 7, Town: "TB@x"}}, got)
 }
+
+// TestCoveredReadsAtLengthBoundaries reads entries whose value starts with
+// 0xFF (a length of 255), which must not be taken for an escaped zero at
+// the end of the key's last string.
+func TestCoveredReadsAtLengthBoundaries(t *testing.T) {
+	type rec struct {
+		ID   string
+		Mail string
+		Note string
+	}
+	ctx := context.Background()
+	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "r", PrimaryKey: []string{"ID"}, Codec: codec,
+			Indexes: []it.Index[rec]{
+				{Name: "note", Fields: []string{"Mail"}, Strategy: it.Partial, Projection: []string{"Note"}},
+				{Name: "unique", Fields: []string{"Mail"}, Unique: true, Strategy: it.Partial, Projection: []string{"Note"}},
+			}})
+		require.NoError(t, err)
+		var want []rec
+		for n := 245; n < 260; n++ {
+			r := rec{ID: strings.Repeat("i", n), Mail: fmt.Sprint("m", n), Note: strings.Repeat("n", n)}
+			_, err := tbl.Insert(ctx, r)
+			require.NoError(t, err)
+			want = append(want, r)
+		}
+		slices.SortFunc(want, func(a, b rec) int { return strings.Compare(a.Mail, b.Mail) })
+		for _, ix := range []string{"note", "unique"} {
+			var got []rec
+			for r, err := range tbl.Find(ctx, it.Query{Index: ix, Covered: true}) {
+				require.NoError(t, err, "%T %s", codec, ix)
+				got = append(got, r)
+			}
+			require.Equal(t, want, got, "%T %s", codec, ix)
+		}
+	}
+}
+
+// TestByteAndFloatKeyQueries queries []byte keys (not comparable as
+// interface values) and float32 elements of a multi-valued field.
+func TestByteAndFloatKeyQueries(t *testing.T) {
+	type rec struct {
+		ID     int
+		Bin    []byte
+		Levels []*float32
+	}
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "r", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[rec]{
+			{Name: "bin", Fields: []string{"Bin"}},
+			{Name: "levels", Fields: []string{"Levels"}, MultiValued: true},
+		}})
+	require.NoError(t, err)
+	tenth, half := float32(0.1), float32(0.5)
+	_, err = tbl.Insert(ctx, rec{ID: 1, Bin: []byte("x\x00y"), Levels: []*float32{&tenth, nil, &half}})
+	require.NoError(t, err)
+	for _, q := range []it.Query{
+		{Index: "bin", Eq: it.Tuple{[]byte("x\x00y")}},
+		{Index: "bin", Lower: it.Inclusive([]byte("x")), Upper: it.Exclusive([]byte("y"))},
+		{Index: "levels", Eq: it.Tuple{0.1}},
+		{Index: "levels", Eq: it.Tuple{nil}},
+		{Index: "levels", Lower: it.Exclusive(0.1), Upper: it.Inclusive(0.5)},
+	} {
+		n, err := tbl.Count(ctx, q)
+		require.NoError(t, err, "%+v", q)
+		assert.Equal(t, 1, n, "%+v", q)
+	}
+}

@@ -115,27 +115,28 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 		if n > len(fields) {
 			return fmt.Errorf("%w: %d key components given, the key has %d", ErrInvalidQuery, n, len(fields))
 		}
-		eq := q.Eq
+		cloned := false
 		for i, v := range q.Eq {
-			w, err := queryComponent(&fields[i], v)
+			w, rounded, err := queryComponent(&fields[i], v)
 			if err != nil {
 				return err
 			}
-			if w != v {
-				if &eq[0] == &q.Eq[0] {
-					eq = slices.Clone(q.Eq)
+			if rounded {
+				if !cloned {
+					q.Eq, cloned = slices.Clone(q.Eq), true
 				}
-				eq[i] = w
+				q.Eq[i] = w
 			}
 		}
-		q.Eq = eq
 		for _, b := range []**Bound{&q.Lower, &q.Upper} {
 			if *b != nil {
-				w, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
+				w, rounded, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
 				if err != nil {
 					return err
 				}
-				*b = &Bound{Value: w, Exclusive: (*b).Exclusive}
+				if rounded {
+					*b = &Bound{Value: w, Exclusive: (*b).Exclusive}
+				}
 			}
 		}
 	}
@@ -147,6 +148,7 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
+	p.buf = eq[:0] // keep a buffer that grew for the next plan
 	// A key that extends the tuple encoded as k lies in [k, tupleEnd(k)).
 	p.r.Start, p.r.End = eq, tupleEnd(eq)
 	if q.Lower != nil {
@@ -460,6 +462,9 @@ func (f *fetcher[T]) fetch(ctx context.Context) error {
 	}
 	var err error
 	f.values, err = f.t.store.GetMany(ctx, f.keys, f.values[:0])
+	if err == nil && len(f.values) != len(f.keys) {
+		err = fmt.Errorf("table %q: GetMany of %d keys returned %d values", f.t.name, len(f.keys), len(f.values))
+	}
 	return err
 }
 
@@ -543,7 +548,7 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 	if ix.fields != nil {
 		// The key fields, then the primary key: in the key, or after its
 		// length in a unique entry's value.
-		end, err := decodeFields(s, buf, len(ix.prefix), rv, ix.fields)
+		end, err := decodeFields(s[:len(key)], buf[:len(key)], len(ix.prefix), rv, ix.fields)
 		if err != nil {
 			return err
 		}
@@ -566,8 +571,18 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 			pkOff = payloadOff - len(pk)
 		}
 	}
-	if _, err := decodeFields(s, buf, pkOff, rv, t.pk); err != nil {
+	// Each part is decoded within its own bounds: a string element ends
+	// with 0x00, and a 0xFF after it would read as an escaped zero.
+	pkEnd := len(key)
+	if ix.unique {
+		pkEnd = payloadOff
+	}
+	end, err := decodeFields(s[:pkEnd], buf[:pkEnd], pkOff, rv, t.pk)
+	if err != nil {
 		return err
+	}
+	if end != pkEnd {
+		return fmt.Errorf("%w: index %q: %d bytes after the primary key", ErrMalformedKey, ix.name, pkEnd-end)
 	}
 	if ix.strategy == Partial {
 		return ix.proj.decodePayload(s[payloadOff:], rv, t.codec)

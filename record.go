@@ -215,20 +215,23 @@ func kindClass(t reflect.Type) string {
 // and returns it as the field would store it: nil matches anything (a nil
 // pointer is indexed as nil), otherwise the encoded element types must
 // agree; a value for a float32 field is rounded to float32, as the field's
-// values were.
-func queryComponent(f *field, v any) (any, error) {
+// values were (rounded reports that).
+func queryComponent(f *field, v any) (w any, rounded bool, err error) {
 	if v == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	if want, got := kindClass(f.typ), kindClass(reflect.TypeOf(v)); want != got {
-		return nil, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
+		return nil, false, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
 	}
 	t := f.typ
-	if t.Kind() == reflect.Pointer || (f.multi && t.Kind() == reflect.Slice) {
+	if f.multi {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t.Kind() == reflect.Float32 {
-		return float64(float32(reflect.ValueOf(v).Float())), nil
+		return float64(float32(reflect.ValueOf(v).Float())), true, nil
 	}
-	return v, nil
+	return v, false, nil
 }

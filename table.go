@@ -339,7 +339,7 @@ func (t *Table[T]) factKeyOf(pk Tuple) ([]byte, error) {
 	}
 	key := append(make([]byte, 0, len(t.factSpace)+32), t.factSpace...)
 	for i, v := range pk {
-		w, err := queryComponent(&t.pk[i], v)
+		w, _, err := queryComponent(&t.pk[i], v)
 		if err == nil {
 			key, err = AppendElement(key, w)
 		}
