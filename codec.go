@@ -525,18 +525,11 @@ func (d binaryDecoder) fixed(n int) (string, binaryDecoder, error) {
 }
 
 func (d binaryDecoder) uvarint() (uint64, binaryDecoder, error) {
-	var x uint64
-	for i, shift := d.off, uint(0); i < len(d.s) && i-d.off < binary.MaxVarintLen64; i, shift = i+1, shift+7 {
-		c := d.s[i]
-		if c < 0x80 {
-			if i-d.off == binary.MaxVarintLen64-1 && c > 1 {
-				break // overflows 64 bits
-			}
-			return x | uint64(c)<<shift, binaryDecoder{d.s, i + 1}, nil
-		}
-		x |= uint64(c&0x7f) << shift
+	x, n := uvarintString(d.s[d.off:])
+	if n <= 0 {
+		return 0, d, d.fail("bad varint")
 	}
-	return 0, d, d.fail("bad varint")
+	return x, binaryDecoder{d.s, d.off + n}, nil
 }
 
 func (d binaryDecoder) varint() (int64, binaryDecoder, error) {
@@ -571,4 +564,20 @@ func (d binaryDecoder) str() (string, binaryDecoder, error) {
 		return "", d, d.fail("truncated string")
 	}
 	return next.fixed(int(n))
+}
+
+// uvarintString is binary.Uvarint over a string.
+func uvarintString(s string) (uint64, int) {
+	var x uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -1
+			}
+			return x | uint64(c)<<(7*i), i + 1
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+	}
+	return 0, 0
 }

@@ -107,19 +107,3 @@ func (p projection) decodePayload(payload string, rv reflect.Value, c Codec) err
 	}
 	return nil
 }
-
-// uvarintString is binary.Uvarint over a string.
-func uvarintString(s string) (uint64, int) {
-	var x uint64
-	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
-		c := s[i]
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				return 0, -1
-			}
-			return x | uint64(c)<<(7*i), i + 1
-		}
-		x |= uint64(c&0x7f) << (7 * i)
-	}
-	return 0, 0
-}
