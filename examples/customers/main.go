@@ -99,7 +99,7 @@ func run(ctx context.Context) error {
 			fmt.Printf("  %-4s %-6s %-6s %-9s %-17s %s\n", c.ID, c.FirstName, c.LastName, c.Town, c.Email, c.Phone)
 		}
 		cost := store.Counts().Sub(before)
-		fmt.Printf("  cost: %d lookups (%d index scans reading %d entries, %d batched fact fetches of %d records)\n\n",
+		fmt.Printf("  store lookups: %d (index scans: %d, reading %d entries; batched fact fetches: %d, of %d records)\n\n",
 			cost.Lookups(), cost.Scans, cost.ScanEntries, cost.GetManys, cost.ManyKeys)
 	}
 

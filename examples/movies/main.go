@@ -76,7 +76,7 @@ func run(ctx context.Context) error {
 			fmt.Println(line)
 		}
 		c := store.Counts().Sub(before)
-		fmt.Printf("  cost: %d lookups (%d scans, %d fact fetches of %d records)\n\n", c.Lookups(), c.Scans, c.GetManys, c.ManyKeys)
+		fmt.Printf("  store lookups: %d (scans: %d; batched fact fetches: %d, of %d records)\n\n", c.Lookups(), c.Scans, c.GetManys, c.ManyKeys)
 		return nil
 	}
 	steps := []struct {
