@@ -862,6 +862,35 @@ func testContext(t *testing.T, s indextable.Store) {
 	defer cancel()
 	_, err = s.Get(expired, key)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "Get")
+
+	// Cancelled in the middle of a long scan: the scan ends with the
+	// context's error, having yielded at most the entries it had in hand
+	// (a page), not the rest of the range.
+	const n = 2000
+	many := scopeKeys(t, s, "long", n)
+	for i := 0; i < n; {
+		var b indextable.Batch
+		for ; i < n && (s.Atomicity().MaxOps == 0 || b.Len() < s.Atomicity().MaxOps); i++ {
+			b.Put(many[i], bs("v"))
+		}
+		apply(t, s, &b)
+	}
+	ctx, cancel = context.WithCancel(bg)
+	defer cancel()
+	entries, errs := 0, 0
+	for _, err := range s.Scan(ctx, indextable.ScanRange{}) {
+		if err != nil {
+			require.ErrorIs(t, err, context.Canceled, "Scan")
+			errs++
+			continue
+		}
+		require.Zero(t, errs, "Scan yielded an entry after its error")
+		if entries++; entries == 1 {
+			cancel()
+		}
+	}
+	require.Equal(t, 1, errs, "a scan cancelled midway ends with one error")
+	require.Less(t, entries, n/2, "a cancelled scan stops early")
 }
 
 // requireScanError checks that seq yields no entries and then exactly one
