@@ -575,7 +575,7 @@ func tupFromShape(shape byte, s string, i int64, f float64, b []byte) Tuple {
 }
 
 func FuzzTupleOrder(f *testing.F) {
-	f.Add("a", int64(1), 1.0, []byte{0}, "a\x00", int64(-1), -0.0, []byte{}, byte(0x33))
+	f.Add("a", int64(1), 1.0, []byte{0}, "a\x00", int64(-1), math.Copysign(0, -1), []byte{}, byte(0x33))
 	f.Add("", int64(math.MinInt64), math.Inf(1), []byte{0xFF}, "", int64(math.MaxInt64), math.NaN(), []byte{0, 0xFF}, byte(0x00))
 	f.Add("x", int64(256), 0.5, []byte("b"), "x", int64(255), 0.5, []byte("b\x00"), byte(0xFF))
 	f.Add("\xff", int64(-256), -1.5, []byte(nil), "\xff\x00", int64(-255), math.Copysign(0, -1), []byte{1}, byte(0x5A))

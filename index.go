@@ -230,11 +230,7 @@ func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload [
 // index entry; pkArity is the number of primary key components.
 func (ix *indexTable) splitEntry(key, value []byte, pkArity int) (pk, payload []byte, err error) {
 	if ix.unique {
-		n, w := binary.Uvarint(value)
-		if w <= 0 || uint64(len(value)-w) < n {
-			return nil, nil, fmt.Errorf("%w: index %q: entry value too short", ErrCodec, ix.name)
-		}
-		return value[w : w+int(n)], value[w+int(n):], nil
+		return ix.splitUnique(value)
 	}
 	rest := key[len(ix.prefix):]
 	var offsets [8]int
@@ -251,6 +247,16 @@ func (ix *indexTable) splitEntry(key, value []byte, pkArity int) (pk, payload []
 		return nil, nil, fmt.Errorf("%w: index %q: entry key has %d components, want more than %d", ErrMalformedKey, ix.name, len(ends), pkArity)
 	}
 	return rest[ends[len(ends)-pkArity-1]:], value, nil
+}
+
+// splitUnique returns the encoded primary key and the payload held by the
+// value of a unique index entry: the key's length, the key, the payload.
+func (ix *indexTable) splitUnique(value []byte) (pk, payload []byte, err error) {
+	n, w := binary.Uvarint(value)
+	if w <= 0 || uint64(len(value)-w) < n {
+		return nil, nil, fmt.Errorf("%w: index %q: entry value too short", ErrCodec, ix.name)
+	}
+	return value[w : w+int(n)], value[w+int(n):], nil
 }
 
 // indexManager keeps a table's index tables in step with its fact table:

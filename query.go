@@ -544,32 +544,33 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 	buf := make([]byte, len(key)+len(value))
 	copy(buf[copy(buf, key):], value)
 	s := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
-	var pkOff, payloadOff int
+	// The primary key is in a unique entry's value, before the payload;
+	// otherwise at the end of the key, after the key fields.
+	pkOff, payloadOff := 0, len(key)
+	if ix.unique {
+		pk, payload, err := ix.splitUnique(value)
+		if err != nil {
+			return err
+		}
+		payloadOff = len(buf) - len(payload)
+		pkOff = payloadOff - len(pk)
+	}
 	if ix.fields != nil {
-		// The key fields, then the primary key: in the key, or after its
-		// length in a unique entry's value.
 		end, err := decodeFields(s[:len(key)], buf[:len(key)], len(ix.prefix), rv, ix.fields)
 		if err != nil {
 			return err
 		}
-		pkOff, payloadOff = end, len(key)
-		if ix.unique {
-			n, w := binary.Uvarint(value)
-			if w <= 0 || n > uint64(len(value)-w) {
-				return fmt.Errorf("%w: index %q: entry value too short", ErrCodec, ix.name)
-			}
-			pkOff, payloadOff = len(key)+w, len(key)+w+int(n)
+		if !ix.unique {
+			pkOff = end
 		}
-	} else {
-		// A computed key has no fields to decode; find the primary key.
-		pk, payload, err := ix.splitEntry(key, value, len(t.pk))
+	} else if !ix.unique {
+		// A computed key has no fields to decode; find where its primary
+		// key starts.
+		pk, _, err := ix.splitEntry(key, value, len(t.pk))
 		if err != nil {
 			return err
 		}
-		pkOff, payloadOff = len(key)-len(pk), len(buf)-len(payload)
-		if ix.unique {
-			pkOff = payloadOff - len(pk)
-		}
+		pkOff = len(key) - len(pk)
 	}
 	// Each part is decoded within its own bounds: a string element ends
 	// with 0x00, and a 0xFF after it would read as an escaped zero.
