@@ -1,28 +1,608 @@
 package indextable
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"time"
 )
 
 // Consistency between a fact table and its index tables.
 //
-// Every write is synchronous and atomic: the fact record, each index entry
-// that changes, and the expectations that guard them (the record is still as
-// read; a unique key is still free) go to the store as one Batch, which the
-// store applies all or nothing. A reader therefore never sees an index entry
-// without its record, nor a record without its entries.
+// A Synchronous index (the default) changes in the write's own batch: the
+// fact record, each index entry that changes, and the expectations that
+// guard them (the record is still as read; a unique key is still free) go
+// to the store as one Batch, applied all or nothing. A reader never sees an
+// entry without its record, nor a record without its entries.
 //
-// That needs a batch within the store's atomicity scope (Store.Atomicity).
-// An embedded store allows any batch. A store whose transactions are
-// bounded, such as one partition of Azure Table storage, may not: commit
-// then refuses the write with ErrInvalidBatch and writes nothing, rather
-// than write the record and its entries non-atomically.
+// An Eventual index changes later. The write commits the fact record
+// together with a change record in the table's durable queue (an outbox in
+// the same store, in the same batch), and returns; a maintainer
+// (RunMaintainer) applies the index mutations afterwards. A change record
+// holds the record as it was before the write, so the maintainer knows which
+// entries to delete; it computes the entries to put from the fact record as
+// it is when the change is applied. Every pending change of one record is
+// applied together, in one batch that expects the fact record as read and
+// removes the change records: replaying a change is harmless, an older
+// change never overwrites a newer one, and the queue alone is enough to
+// resume after a crash. WaitIndexed waits for the changes committed before
+// it; Lag reports how far behind the maintainers are.
+//
+// The fallback rule: when a write's batch, with its synchronous entries,
+// does not fit the store's atomicity scope (Store.Atomicity; for instance a
+// store whose transactions stay within one partition), the write commits
+// the fact record with a change record instead, and every non-unique index
+// follows it eventually. The fact record and its change record must fit
+// one batch, and a write that changes a unique index's entries cannot fall
+// back (its uniqueness would go unchecked): such writes fail with
+// ErrInvalidBatch and write nothing. On such a store, reads of any index
+// check for staleness as reads of an Eventual index do.
 
-// commit applies b, a write planned by a table, atomically.
-func commit(ctx context.Context, s Store, b *Batch) error {
+// Consistency says when an index follows a write to its fact table.
+type Consistency int8
+
+const (
+	// Synchronous indexes change in the write's own atomic batch.
+	Synchronous Consistency = iota
+	// Eventual indexes change later, when a maintainer applies the table's
+	// queued changes. A unique index cannot be eventual.
+	Eventual
+)
+
+func (c Consistency) String() string {
+	switch c {
+	case Synchronous:
+		return "synchronous"
+	case Eventual:
+		return "eventual"
+	}
+	return "Consistency(" + strconv.Itoa(int(c)) + ")"
+}
+
+// A change record is stored under the table's queue space, then the
+// record's encoded primary key, then a random change ID (so that the
+// changes of one record sort together and never collide). Its value:
+// format byte, enqueue time (uvarint Unix nanoseconds), scope byte, and the
+// fact record's value before the write, after a byte that says whether there
+// was one.
+const changeFormat = 1
+
+// The scope of a change: which indexes it leaves to the maintainer.
+const (
+	scopeEventual = 1 // the Eventual indexes
+	scopeAll      = 2 // every non-unique index: a write that fell back
+)
+
+// change is a decoded change record.
+type change struct {
+	key      []byte
+	value    []byte // as stored, for the expectation that removes it
+	enqueued time.Time
+	scope    byte
+	before   []byte // the fact value before the write; nil if none
+}
+
+func encodeChange(dst []byte, now time.Time, scope byte, before []byte, existed bool) []byte {
+	dst = append(dst, changeFormat)
+	dst = binary.AppendUvarint(dst, uint64(now.UnixNano()))
+	dst = append(dst, scope, boolByte(existed))
+	return append(dst, before...)
+}
+
+func decodeChange(key, value []byte) (change, error) {
+	c := change{key: key, value: value}
+	if len(value) < 1 || value[0] != changeFormat {
+		return c, fmt.Errorf("%w: change record %q: unknown format", ErrCodec, key)
+	}
+	ns, n := binary.Uvarint(value[1:])
+	if n <= 0 || len(value) < 3+n {
+		return c, fmt.Errorf("%w: change record %q: truncated", ErrCodec, key)
+	}
+	c.enqueued = time.Unix(0, int64(ns))
+	c.scope = value[1+n]
+	if value[2+n] == 1 {
+		c.before = value[3+n:]
+	}
+	return c, nil
+}
+
+// enqueue adds to b the change record of a write to the record with encoded
+// primary key pk, whose fact value was before (existed false: none).
+func (t *Table[T]) enqueue(b *Batch, pk, before []byte, existed bool, scope byte) {
+	key := append(make([]byte, 0, len(t.queueSpace)+len(pk)+9), t.queueSpace...)
+	key = appendInt(append(key, pk...), rand.Int64())
+	b.Put(key, encodeChange(make([]byte, 0, 16+len(before)), time.Now(), scope, before, existed))
+}
+
+// queueing reports whether writes must queue changes for Eventual indexes.
+func (m *indexManager) queueing() bool {
+	for _, ix := range m.indexes {
+		if ix.eventual && ix.maintained() {
+			return true
+		}
+	}
+	return false
+}
+
+// synchronous reports whether a write keeps ix up to date in its batch.
+func synchronous(ix *indexTable) bool { return !ix.eventual && ix.maintained() }
+
+// bounded reports whether a store's atomicity scope may refuse a batch.
+func bounded(a Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }
+
+// commit applies b, a write planned by a table. When b does not fit the
+// store's atomicity scope, fallback rebuilds it as a write of the fact
+// record and its change record alone (see the fallback rule above), or
+// returns an error.
+func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error {
 	if err := s.Atomicity().Allows(b); err != nil {
-		return fmt.Errorf("the write does not fit the store's atomicity scope: %w", err)
+		if err := fallback(); err != nil {
+			return err
+		}
+		if err := s.Atomicity().Allows(b); err != nil {
+			return fmt.Errorf("the record and its change record do not fit the store's atomicity scope: %w", err)
+		}
 	}
 	return s.Apply(ctx, b)
+}
+
+// MaintainerOptions configures a maintainer.
+type MaintainerOptions struct {
+	// Partition and Partitions split the queue between maintainers: this
+	// one applies the changes of the records whose primary key hashes (FNV-1a)
+	// to Partition modulo Partitions. Zero Partitions means one maintainer
+	// for all. On a store with unbounded atomicity, maintainers whose
+	// partitions overlap stay correct (each record's changes are applied by
+	// one conditional batch) but waste work; on a bounded store, where the
+	// index mutations of one record may need several batches, the
+	// partitions must not overlap.
+	Partition, Partitions int
+	// BatchSize is how many change records a maintainer reads, and at most
+	// applies, in one store batch; 0 means 256.
+	BatchSize int
+	// MaxIdle is the longest wait between two looks at an empty queue; 0
+	// means 100ms. A write through the same Table wakes its maintainers at
+	// once.
+	MaxIdle time.Duration
+	// MaxBackoff is the longest wait after a store error; 0 means 5s.
+	MaxBackoff time.Duration
+	// Logger receives store errors and the changes that cannot be applied;
+	// nil logs nothing.
+	Logger *slog.Logger
+}
+
+func (o *MaintainerOptions) defaults() error {
+	if o.Partitions == 0 {
+		o.Partitions = 1
+	}
+	if o.Partitions < 0 || o.Partition < 0 || o.Partition >= o.Partitions {
+		return fmt.Errorf("%w: maintainer partition %d of %d", ErrInvalidSchema, o.Partition, o.Partitions)
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 256
+	}
+	if o.MaxIdle <= 0 {
+		o.MaxIdle = 100 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
+	return nil
+}
+
+// RunMaintainer applies the table's queued changes to its indexes until ctx
+// is done, then returns ctx's error. It waits when the queue is empty and
+// backs off (exponentially, with jitter) after a store error, which it
+// logs. Start it once per partition, in any process.
+func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) error {
+	if err := opts.defaults(); err != nil {
+		return err
+	}
+	idle, backoff := time.Duration(0), time.Duration(0)
+	for {
+		n, err := t.applyPending(ctx, &opts)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var wait time.Duration
+		switch {
+		case err != nil:
+			backoff = min(max(2*backoff, 10*time.Millisecond), opts.MaxBackoff)
+			wait = backoff/2 + rand.N(backoff/2+1)
+			if opts.Logger != nil {
+				opts.Logger.WarnContext(ctx, "indextable: maintainer", "table", t.name, "error", err, "retry_in", wait)
+			}
+		case n > 0:
+			idle, backoff = 0, 0
+			continue
+		default:
+			backoff = 0
+			idle = min(max(2*idle, time.Millisecond), opts.MaxIdle)
+			wait = idle
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-t.wake:
+			idle = 0
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// ApplyPending makes one pass over the table's queue, applying the changes
+// of opts' partition, and returns how many it applied. A change that a
+// concurrent write overtook stays for the next pass. It is the maintainer's
+// step, for applications that schedule maintenance themselves.
+func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (int, error) {
+	if err := opts.defaults(); err != nil {
+		return 0, err
+	}
+	return t.applyPending(ctx, &opts)
+}
+
+func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int, error) {
+	applied := 0
+	var after []byte
+	for {
+		r := ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace), After: after, Limit: o.BatchSize}
+		var groups []changeGroup
+		read := 0
+		for e, err := range t.store.Scan(ctx, r) {
+			if err != nil {
+				return applied, err
+			}
+			read++
+			after = append(after[:0], e.Key...)
+			pk, err := t.changePK(e.Key)
+			if err != nil {
+				return applied, err
+			}
+			if o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition {
+				continue
+			}
+			c, err := decodeChange(bytes.Clone(e.Key), bytes.Clone(e.Value))
+			if err != nil {
+				return applied, err
+			}
+			if n := len(groups); n > 0 && bytes.Equal(groups[n-1].pk, pk) {
+				groups[n-1].changes = append(groups[n-1].changes, c)
+			} else {
+				groups = append(groups, changeGroup{pk: bytes.Clone(pk), changes: []change{c}})
+			}
+		}
+		// The last record's group may go on past this chunk: leave it for
+		// the next one, unless the chunk is the last.
+		if read == o.BatchSize && len(groups) > 1 {
+			last := groups[len(groups)-1]
+			groups = groups[:len(groups)-1]
+			after = append(append(after[:0], t.queueSpace...), last.pk...)
+		}
+		n, err := t.applyGroups(ctx, groups, o)
+		applied += n
+		if err != nil {
+			return applied, err
+		}
+		if read < o.BatchSize {
+			return applied, nil
+		}
+	}
+}
+
+// partitionHash places a record's changes in a maintainer partition.
+func partitionHash(pk []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(pk)
+	return h.Sum64()
+}
+
+// changePK returns the encoded primary key in a change record's key.
+func (t *Table[T]) changePK(key []byte) ([]byte, error) {
+	rest := key[len(t.queueSpace):]
+	off := 0
+	for range t.pk {
+		n, err := ElementLen(rest[off:])
+		if err != nil {
+			return nil, fmt.Errorf("table %q: change record %q: %w", t.name, key, err)
+		}
+		off += n
+	}
+	return rest[:off], nil
+}
+
+// changeGroup is the pending changes of one record.
+type changeGroup struct {
+	pk      []byte
+	changes []change
+	ops     []Op // the batch that applies them: guard, then mutations
+	guard   int  // ops[:guard] expect the record and remove the changes
+	split   bool // the index mutations do not fit one batch with the rest
+}
+
+// applyGroups applies the changes of several records: in one batch when
+// the store allows it, record by record when that batch conflicts.
+func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, o *MaintainerOptions) (int, error) {
+	if len(groups) == 0 {
+		return 0, nil
+	}
+	keys := make([][]byte, len(groups))
+	for i := range groups {
+		keys[i] = append(bytes.Clone(t.factSpace), groups[i].pk...)
+	}
+	facts, err := t.store.GetMany(ctx, keys, nil)
+	if err != nil {
+		return 0, err
+	}
+	atom := t.store.Atomicity()
+	var all Batch
+	for i := range groups {
+		g := &groups[i]
+		if err := t.planGroup(g, keys[i], facts[i]); err != nil {
+			// A record that cannot be decoded blocks only its own changes.
+			if o.Logger != nil {
+				o.Logger.ErrorContext(ctx, "indextable: change cannot be applied", "table", t.name, "record", decodeForError(g.pk), "error", err)
+			}
+			g.ops = nil
+			continue
+		}
+		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
+		if !g.split {
+			all.ops = append(all.ops, g.ops...)
+		}
+	}
+	applied := 0
+	if all.Len() > 0 {
+		err := atom.Allows(&all)
+		if err == nil {
+			err = t.store.Apply(ctx, &all)
+		}
+		switch {
+		case err == nil:
+			for _, g := range groups {
+				if g.ops != nil && !g.split {
+					applied += len(g.changes)
+				}
+			}
+		case errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch):
+			for _, g := range groups {
+				if g.ops == nil || g.split {
+					continue
+				}
+				err := t.store.Apply(ctx, &Batch{ops: g.ops})
+				if err == nil {
+					applied += len(g.changes)
+				} else if !errors.Is(err, ErrConflict) {
+					return applied, err
+				}
+			}
+		default:
+			return 0, err
+		}
+	}
+	for _, g := range groups {
+		if g.ops == nil || !g.split {
+			continue
+		}
+		ok, err := t.applySplit(ctx, g.ops[:g.guard], g.ops[g.guard:])
+		if err != nil {
+			return applied, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
+		}
+		if ok {
+			applied += len(g.changes)
+		}
+	}
+	return applied, nil
+}
+
+// planGroup computes the batch that applies the changes of g to the record
+// at factKey, whose value is fact (nil: deleted). The batch expects the
+// record as read and every change record, deletes the change records, and
+// makes the index mutations: the expectations and deletions first, the
+// mutations after them, for applySplit.
+func (t *Table[T]) planGroup(g *changeGroup, factKey, fact []byte) error {
+	scope := byte(0)
+	for _, c := range g.changes {
+		scope |= c.scope
+	}
+	want := func(ix *indexTable) bool {
+		return ix.maintained() && !ix.unique && (ix.eventual || scope&scopeAll != 0)
+	}
+	ops := make([]Op, 0, 1+2*len(g.changes)+8)
+	if fact == nil {
+		ops = append(ops, Op{Kind: OpExpectAbsent, Key: factKey})
+	} else {
+		ops = append(ops, Op{Kind: OpExpectValue, Key: factKey, Value: fact})
+	}
+	for _, c := range g.changes {
+		ops = append(ops, Op{Kind: OpExpectValue, Key: c.key, Value: c.value}, Op{Kind: OpDelete, Key: c.key})
+	}
+	g.guard = len(ops)
+	var current []entry
+	if fact != nil {
+		var err error
+		if current, err = t.factEntries(fact, g.pk, want); err != nil {
+			return err
+		}
+	}
+	// Delete the entries of every earlier version that the current one
+	// lacks; put the current entries, except those that every earlier
+	// version had as they are (the index holds them already).
+	var before [][]entry
+	for _, c := range g.changes {
+		if c.before == nil {
+			before = append(before, nil)
+			continue
+		}
+		es, err := t.factEntries(c.before, g.pk, want)
+		if err != nil {
+			return err
+		}
+		before = append(before, es)
+	}
+	var deleted [][]byte
+	for _, es := range before {
+		for _, e := range es {
+			if findEntry(current, e.key) < 0 && !containsKey(deleted, e.key) {
+				deleted = append(deleted, e.key)
+				ops = append(ops, Op{Kind: OpDelete, Key: e.key})
+			}
+		}
+	}
+	for _, e := range current {
+		held := true
+		for _, es := range before {
+			i := findEntry(es, e.key)
+			held = held && i >= 0 && bytes.Equal(es[i].value, e.value)
+		}
+		if !held {
+			ops = append(ops, Op{Kind: OpPut, Key: e.key, Value: e.value})
+		}
+	}
+	g.ops = ops
+	return nil
+}
+
+func containsKey(keys [][]byte, k []byte) bool {
+	for _, have := range keys {
+		if bytes.Equal(have, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// factEntries returns the entries, in the indexes want selects, of the
+// record stored as fact.
+func (t *Table[T]) factEntries(fact, pk []byte, want func(*indexTable) bool) ([]entry, error) {
+	_, payload, err := splitFact(fact)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
+	}
+	return t.entriesOf(payload, pk, want)
+}
+
+// applySplit applies the changes of one record whose index mutations do not
+// fit one batch with its change records: the mutations first, in pieces the
+// store allows, then the removal of the change records, expecting the
+// record unchanged. A crash between the two leaves the change records, and
+// the next pass applies the mutations again; a write in between makes the
+// removal conflict, and its own change record keeps what this pass wrote
+// covered. It reports whether the changes were removed.
+func (t *Table[T]) applySplit(ctx context.Context, guard, mutations []Op) (bool, error) {
+	if err := applyInPieces(ctx, t.store, &Batch{ops: mutations}); err != nil {
+		return false, err
+	}
+	err := t.store.Apply(ctx, &Batch{ops: guard})
+	if errors.Is(err, ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Lag is how far the maintainers are behind the table's writes.
+type Lag struct {
+	// Pending is the number of changes in the queue.
+	Pending int
+	// Oldest is the age of the oldest pending change (by the clock of the
+	// process that wrote it); zero when none is pending.
+	Oldest time.Duration
+}
+
+// Lag reads the table's queue and reports its length and the age of its
+// oldest change.
+func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
+	var l Lag
+	var oldest time.Time
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace)}) {
+		if err != nil {
+			return Lag{}, err
+		}
+		c, err := decodeChange(e.Key, e.Value)
+		if err != nil {
+			return Lag{}, err
+		}
+		l.Pending++
+		if oldest.IsZero() || c.enqueued.Before(oldest) {
+			oldest = c.enqueued
+		}
+	}
+	if l.Pending > 0 {
+		l.Oldest = max(time.Since(oldest), 0)
+	}
+	return l, nil
+}
+
+// WaitIndexed waits until every change committed before it was called is
+// applied to the indexes (by maintainers running elsewhere), or ctx is
+// done.
+func (t *Table[T]) WaitIndexed(ctx context.Context) error {
+	var keys [][]byte
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace)}) {
+		if err != nil {
+			return err
+		}
+		keys = append(keys, bytes.Clone(e.Key))
+	}
+	wait := 200 * time.Microsecond
+	var values [][]byte
+	for len(keys) > 0 {
+		var err error
+		if values, err = t.store.GetMany(ctx, keys, values[:0]); err != nil {
+			return err
+		}
+		// Change IDs are never reused: a key that is gone is applied.
+		left := keys[:0]
+		for i, v := range values {
+			if v != nil {
+				left = append(left, keys[i])
+			}
+		}
+		if keys = left; len(keys) == 0 {
+			break
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
+	}
+	return nil
+}
+
+// mayBeStale reports whether entries of ix may lag behind the fact table:
+// ix is Eventual, or writes to the table may fall back to the queue.
+func (t *Table[T]) mayBeStale(ix *indexTable) bool {
+	return ix.eventual || bounded(t.store.Atomicity())
+}
+
+// queueEmpty reports whether the table's queue holds no change.
+//
+// How reads stay correct: entries of an index are exactly those of the
+// fact records whenever the queue is empty. A read that finds it empty when
+// it starts may trust each entry it then reads, since an entry either
+// existed at that moment or was put since by a maintainer from the record
+// as it was then: the record matched at some moment during the read, the
+// promise a synchronous read gives. Otherwise each result is checked
+// against its fact record (one GetMany per chunk, as for a normalized
+// index) and an entry the record no longer owns is skipped.
+func (t *Table[T]) queueEmpty(ctx context.Context) (bool, error) {
+	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace), Limit: 1}) {
+		if err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	return true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 )
 
 // Index declares one index table over a table of records of type T.
@@ -43,13 +44,25 @@ type Index[T any] struct {
 	// fields, as a movie under each of its actors. With several slice
 	// fields, under every combination.
 	MultiValued bool
+	// Consistency says when the index follows a write: Synchronous (in the
+	// write's batch) or Eventual (through the table's durable queue).
+	Consistency Consistency
+	// Version is part of the index's definition in the catalog: change it
+	// when a Key func starts computing other keys, so that the index is
+	// rebuilt. Fields, Strategy and the other settings are compared without
+	// it.
+	Version int
 }
 
 // indexTable is a compiled Index: how to compute a record's entries, and
 // where they live in the store.
 type indexTable struct {
-	name     string
-	prefix   []byte // every entry key starts with it
+	name        string
+	prefix      []byte // every entry key starts with it
+	gen         int64  // the generation of the definition, part of prefix
+	state       atomic.Int32
+	fingerprint uint64 // of the definition, for the catalog
+	eventual    bool
 	fields   []field
 	keyFunc  func(reflect.Value) []Tuple
 	strategy Strategy
@@ -65,12 +78,13 @@ type entry struct {
 	value []byte
 }
 
-func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T]) (*indexTable, error) {
+func compileIndex[T any](rt reflect.Type, spec Index[T]) (*indexTable, error) {
 	ix := &indexTable{
 		name:     spec.Name,
 		strategy: spec.Strategy,
 		unique:   spec.Unique,
 		sparse:   spec.Sparse,
+		eventual: spec.Consistency == Eventual,
 	}
 	fail := func(format string, args ...any) (*indexTable, error) {
 		return nil, fmt.Errorf("%w: index %q: %s", ErrInvalidSchema, spec.Name, fmt.Sprintf(format, args...))
@@ -123,7 +137,19 @@ func compileIndex[T any](rt reflect.Type, tablePrefix []byte, spec Index[T]) (*i
 	default:
 		return fail("unknown strategy %v", spec.Strategy)
 	}
-	ix.prefix = appendString(appendInt(bytes.Clone(tablePrefix), spaceIndex), spec.Name)
+	switch spec.Consistency {
+	case Synchronous:
+	case Eventual:
+		if spec.Unique {
+			return fail("a unique index must be Synchronous: only the write's own batch can check that a key is free")
+		}
+	default:
+		return fail("unknown consistency %v", spec.Consistency)
+	}
+	ix.fingerprint = ix.definitionFingerprint(indexDefinition{
+		name: spec.Name, key: spec.Key != nil, strategy: spec.Strategy,
+		unique: spec.Unique, sparse: spec.Sparse, multi: spec.MultiValued, version: int64(spec.Version),
+	})
 	return ix, nil
 }
 
@@ -275,10 +301,17 @@ func (m *indexManager) lookup(name string) *indexTable {
 	return nil
 }
 
-// entries returns the index entries of record rv.
-func (m *indexManager) entries(rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
+// maintained reports whether writes keep ix up to date at all.
+func (ix *indexTable) maintained() bool { return IndexState(ix.state.Load()) != IndexDisabled }
+
+// entries returns the entries of record rv in the indexes that want
+// reports true for.
+func (m *indexManager) entries(rv reflect.Value, pk, payload []byte, c Codec, want func(*indexTable) bool) ([]entry, error) {
 	var out []entry
 	for _, ix := range m.indexes {
+		if !want(ix) {
+			continue
+		}
 		var err error
 		if out, err = ix.appendEntries(out, rv, pk, payload, c); err != nil {
 			return nil, err

@@ -228,7 +228,7 @@ func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		rd := t.newReader()
 		defer t.freeReader(rd)
-		if err := t.compile(q, &rd.plan); err != nil {
+		if err := t.prepare(ctx, q, rd); err != nil {
 			yield(rd.zero, err)
 			return
 		}
@@ -245,7 +245,7 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	}
 	rd := t.newReader()
 	defer t.freeReader(rd)
-	err := t.compile(q, &rd.plan)
+	err := t.prepare(ctx, q, rd)
 	if err != nil {
 		return nil, "", err
 	}
@@ -270,12 +270,26 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 }
 
 // Count returns how many index entries (or, without an index, records) q
-// selects, up to q.Limit when set, without decoding any record.
+// selects, up to q.Limit when set, without decoding any record; for an
+// index whose entries may be stale, it counts the records Find returns.
 func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 	rd := t.newReader()
 	defer t.freeReader(rd)
-	if err := t.compile(q, &rd.plan); err != nil {
+	if err := t.prepare(ctx, q, rd); err != nil {
 		return 0, err
+	}
+	if rd.check {
+		n := 0
+		var err error
+		t.read(ctx, rd, q, nil, func(_ T, e error) bool {
+			if e != nil {
+				err = e
+				return false
+			}
+			n++
+			return true
+		})
+		return n, err
 	}
 	r := rd.plan.r
 	r.Limit = q.Limit
@@ -296,19 +310,45 @@ func (t *Table[T]) Exists(ctx context.Context, q Query) (bool, error) {
 	return n > 0, err
 }
 
+// prepare compiles q for rd, checks that its index is readable, and decides
+// whether its entries must be checked against the fact table (see
+// Table.queueEmpty).
+func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
+	if err := t.compile(q, &rd.plan); err != nil {
+		return err
+	}
+	ix := rd.plan.ix
+	if ix == nil {
+		return nil
+	}
+	if err := t.readable(ctx, ix); err != nil {
+		return err
+	}
+	if t.mayBeStale(ix) {
+		empty, err := t.queueEmpty(ctx)
+		if err != nil {
+			return err
+		}
+		rd.check = !empty
+	}
+	return nil
+}
+
 // read yields the records of plan p, or an error as the last call; when
 // onKey is not nil it is called with the key of each record's entry before
 // the record is yielded.
 //
 // A FullCopy index, the fact table and covered reads decode each entry as
-// it comes. Other reads gather up to fetchChunk entries and fetch their
-// records with one GetMany. Buffers live for the whole scan, so a read
+// it comes. Other reads, and reads whose entries must be checked against
+// the fact table, gather up to fetchChunk entries and fetch their records
+// with one GetMany (a checked read returns the whole record, covered or
+// not). Buffers live for the whole scan, so a read
 // allocates per record only what the codec does.
 func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
 	rd.limit, rd.onKey, rd.yield = q.Limit, onKey, yield
 	p := &rd.plan
 	r := p.r
-	if p.ix == nil || p.ix.strategy == FullCopy || q.Covered {
+	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
 		r.Limit = q.Limit
 		for e, err := range t.store.Scan(ctx, r) {
 			if err == nil {
@@ -351,6 +391,7 @@ func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func(
 // buffers for the next read.
 type reader[T any] struct {
 	plan  scanPlan
+	check bool // check each entry against its fact record
 	limit int
 	onKey func([]byte)
 	yield func(T, error) bool

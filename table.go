@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 )
 
@@ -25,10 +26,13 @@ var (
 	ErrInvalidKey = errors.New("indextable: invalid key")
 )
 
-// Key spaces within a table's part of the store.
+// Key spaces within a table's part of the store, which starts with the
+// table's name.
 const (
-	spaceFact  = 0
-	spaceIndex = 1
+	spaceFact    = 0 // then the primary key
+	spaceIndex   = 1 // then the index name, its generation, the entry key
+	spaceCatalog = 2 // then the index name
+	spaceQueue   = 3 // then the primary key and a change ID
 )
 
 // maxAttempts bounds the retries of a write whose read was overtaken by a
@@ -64,18 +68,24 @@ func newIncarnation() Version {
 // write that a concurrent write to the same record (or unique key) overtook
 // reads again and retries, and gives up with ErrConflict after 64 tries.
 type Table[T any] struct {
-	store     Store
-	name      string
-	codec     Codec
-	rtype     reflect.Type
-	pk        []field
-	factSpace []byte
-	indexes   indexManager
-	readers   sync.Pool // *reader[T], to reuse read buffers
+	store      Store
+	name       string
+	codec      Codec
+	rtype      reflect.Type
+	pk         []field
+	prefix     []byte // of every key of the table
+	factSpace  []byte
+	queueSpace []byte
+	indexes    indexManager
+	readers    sync.Pool     // *reader[T], to reuse read buffers
+	wake       chan struct{} // a change was queued: wakes a maintainer
 }
 
 // Open opens the table that schema declares over store, checking the
-// schema against T. It writes nothing.
+// schema against T, and reconciles the store's catalog with the schema's
+// indexes (see IndexState): a new index starts write-only unless the table
+// is empty, a changed one is rebuilt from empty, and a removed one is
+// dropped with its entries. Build makes write-only indexes readable.
 func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T], error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -90,12 +100,13 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	if len(schema.PrimaryKey) == 0 {
 		return nil, fmt.Errorf("%w: table %q has no primary key", ErrInvalidSchema, schema.Name)
 	}
-	t := &Table[T]{store: store, name: schema.Name, codec: schema.Codec, rtype: rt}
+	t := &Table[T]{store: store, name: schema.Name, codec: schema.Codec, rtype: rt, wake: make(chan struct{}, 1)}
 	if t.codec == nil {
 		t.codec = JSONCodec{}
 	}
-	prefix := appendString(nil, schema.Name)
-	t.factSpace = appendInt(bytes.Clone(prefix), spaceFact)
+	t.prefix = appendString(nil, schema.Name)
+	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
+	t.queueSpace = appendInt(bytes.Clone(t.prefix), spaceQueue)
 	for i, name := range schema.PrimaryKey {
 		for _, prev := range schema.PrimaryKey[:i] {
 			if prev == name {
@@ -112,11 +123,14 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 		if t.indexes.lookup(spec.Name) != nil {
 			return nil, fmt.Errorf("%w: two indexes are named %q", ErrInvalidSchema, spec.Name)
 		}
-		ix, err := compileIndex(rt, prefix, spec)
+		ix, err := compileIndex(rt, spec)
 		if err != nil {
 			return nil, err
 		}
 		t.indexes.indexes = append(t.indexes.indexes, ix)
+	}
+	if err := t.loadCatalog(ctx); err != nil {
+		return nil, fmt.Errorf("table %q: catalog: %w", t.name, err)
 	}
 	return t, nil
 }
@@ -199,7 +213,7 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 		return 0, fmt.Errorf("%w: table %q: primary key %v does not survive the codec (stored as %v)",
 			ErrInvalidKey, t.name, decodeForError(factKey[len(t.factSpace):]), decodeForError(storedKey[len(t.factSpace):]))
 	}
-	entries, err := t.indexes.entries(sv, factKey[len(t.factSpace):], payload, t.codec)
+	entries, err := t.indexes.entries(sv, factKey[len(t.factSpace):], payload, t.codec, synchronous)
 	if err != nil {
 		return 0, fmt.Errorf("table %q: %w", t.name, err)
 	}
@@ -245,7 +259,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 				return 0, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
 			}
 			oldVersion = v
-			if oldEntries, err = t.entriesOf(oldPayload, pk); err != nil {
+			if oldEntries, err = t.entriesOf(oldPayload, pk, synchronous); err != nil {
 				return 0, err
 			}
 		}
@@ -258,27 +272,57 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 			return 0, fmt.Errorf("%w: table %q, primary key %v is at version %d, not %d", ErrConflict, t.name, decodeForError(pk), oldVersion, o.ifVersion)
 		}
 
-		b.Reset()
-		if exists {
-			b.ExpectValue(factKey, oldValue)
-		} else {
-			b.ExpectAbsent(factKey)
-		}
 		version := oldVersion + 1
 		if !exists {
 			version = newIncarnation()
 		}
-		if fact != nil {
-			b.Put(factKey, factValue(fact, version))
-		} else {
-			b.Delete(factKey)
+		if fact == nil {
 			version = 0
+		}
+		// The record and its change record; then the synchronous entries,
+		// or, when they do not fit the store's atomicity scope, a change
+		// record for every index instead.
+		writeFact := func(scope byte) {
+			b.Reset()
+			if exists {
+				b.ExpectValue(factKey, oldValue)
+			} else {
+				b.ExpectAbsent(factKey)
+			}
+			if fact != nil {
+				b.Put(factKey, factValue(fact, version))
+			} else {
+				b.Delete(factKey)
+			}
+			if scope != 0 {
+				t.enqueue(&b, pk, oldValue, exists, scope)
+			}
+		}
+		queued := t.indexes.queueing()
+		if queued {
+			writeFact(scopeEventual)
+		} else {
+			writeFact(0)
 		}
 		if err := t.indexes.plan(ctx, t.store, &b, oldEntries, newEntries); err != nil {
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
-		err = commit(ctx, t.store, &b)
+		err = commit(ctx, t.store, &b, func() error {
+			if ix := uniqueChange(oldEntries, newEntries); ix != nil {
+				return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch",
+					ErrInvalidBatch, ix.name)
+			}
+			writeFact(scopeAll)
+			queued = true
+			return nil
+		})
 		if err == nil {
+			if queued {
+				select {
+				case t.wake <- struct{}{}:
+				default:
+				}
+			}
 			return version, nil
 		}
 		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
@@ -287,16 +331,17 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 	}
 }
 
-// entriesOf decodes a stored record and returns its index entries.
-func (t *Table[T]) entriesOf(payload, pk []byte) ([]entry, error) {
-	if len(t.indexes.indexes) == 0 {
+// entriesOf decodes a stored record and returns its entries in the
+// indexes that want selects.
+func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([]entry, error) {
+	if !slices.ContainsFunc(t.indexes.indexes, want) {
 		return nil, nil
 	}
 	var rec T
 	if err := t.codec.Unmarshal(payload, &rec); err != nil {
 		return nil, fmt.Errorf("table %q: decode record %v: %w", t.name, decodeForError(pk), err)
 	}
-	entries, err := t.indexes.entries(reflect.ValueOf(&rec).Elem(), pk, payload, t.codec)
+	entries, err := t.indexes.entries(reflect.ValueOf(&rec).Elem(), pk, payload, t.codec, want)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", t.name, err)
 	}
@@ -380,4 +425,20 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 		return rec, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, pk, err)
 	}
 	return rec, v, nil
+}
+
+// uniqueChange returns a unique index whose entries differ between old and
+// new, or nil.
+func uniqueChange(old, new []entry) *indexTable {
+	for _, pair := range [2][2][]entry{{old, new}, {new, old}} {
+		for _, e := range pair[0] {
+			if !e.ix.unique {
+				continue
+			}
+			if i := findEntry(pair[1], e.key); i < 0 || !bytes.Equal(pair[1][i].value, e.value) {
+				return e.ix
+			}
+		}
+	}
+	return nil
 }

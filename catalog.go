@@ -1,0 +1,414 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+)
+
+// The catalog: each table keeps the definitions and states of its index
+// tables in the store, one catalog entry per index, so that opening a table
+// with a changed schema is detected rather than served from stale entries.
+//
+// Open compares the schema with the catalog. An index the catalog does not
+// know is new; one whose definition changed (fields, their types, strategy,
+// projection, Unique, Sparse, MultiValued, Version) is replaced; one the
+// schema no longer declares is dropped and its entries deleted. Each
+// definition of an index gets its own generation of keys, so a replaced
+// definition starts from an empty key range and never reads the entries of
+// the old one. A new or replaced index starts write-only (readable at once
+// when the table holds no record) and Build makes it readable.
+//
+// Every process that writes a table must open it with the same schema: a
+// process that still runs an older schema does not maintain a new index.
+// Reopen the table in each process after a schema change.
+
+// ErrIndexNotReadable reports a query on an index that is not readable:
+// still being built, or disabled.
+var ErrIndexNotReadable = errors.New("indextable: index not readable")
+
+// IndexState is the lifecycle state of an index table, as in the
+// FoundationDB Record Layer.
+type IndexState int8
+
+const (
+	// IndexWriteOnly: maintained by every write but not used by queries,
+	// while Build fills in the entries of the records written before.
+	IndexWriteOnly IndexState = iota + 1
+	// IndexReadable: complete, maintained and queried.
+	IndexReadable
+	// IndexDisabled: neither maintained nor queried; its entries are gone.
+	IndexDisabled
+)
+
+func (s IndexState) String() string {
+	switch s {
+	case IndexWriteOnly:
+		return "write-only"
+	case IndexReadable:
+		return "readable"
+	case IndexDisabled:
+		return "disabled"
+	}
+	return "IndexState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// IndexStatus describes one index table as the catalog records it.
+type IndexStatus struct {
+	Name  string
+	State IndexState
+	// Generation counts the definitions the index has had.
+	Generation int64
+	// Done and Total are the records indexed so far and the records the
+	// table held when the build began: a progress bar for a write-only
+	// index. Both are zero when the index became readable without a build.
+	Done, Total int64
+}
+
+// catalogEntry is an index's record in the catalog, stored as a tuple.
+type catalogEntry struct {
+	fingerprint uint64
+	gen         int64
+	state       IndexState
+	cursor      []byte // the fact key built up to; nil before the first chunk
+	done, total int64
+}
+
+const catalogFormat = 1
+
+func (c *catalogEntry) encode() []byte {
+	var cursor any
+	if c.cursor != nil {
+		cursor = c.cursor
+	}
+	b, err := EncodeTuple(catalogFormat, c.fingerprint, c.gen, int64(c.state), cursor, c.done, c.total)
+	if err != nil {
+		panic(err) // every element has a supported type
+	}
+	return b
+}
+
+func decodeCatalogEntry(b []byte) (catalogEntry, error) {
+	t, err := DecodeTuple(b)
+	if err != nil {
+		return catalogEntry{}, fmt.Errorf("catalog entry: %w", err)
+	}
+	var c catalogEntry
+	ok := len(t) == 7
+	if ok {
+		var format, state int64
+		var okCursor bool
+		format, ok = asInt(t[0])
+		c.fingerprint, _ = t[1].(uint64)
+		if fp, isInt := t[1].(int64); isInt {
+			c.fingerprint = uint64(fp)
+		}
+		c.gen, _ = asInt(t[2])
+		state, _ = asInt(t[3])
+		c.state = IndexState(state)
+		c.cursor, okCursor = t[4].([]byte)
+		c.done, _ = asInt(t[5])
+		c.total, _ = asInt(t[6])
+		ok = ok && format == catalogFormat && (okCursor || t[4] == nil) &&
+			c.state >= IndexWriteOnly && c.state <= IndexDisabled && c.gen > 0
+	}
+	if !ok {
+		return catalogEntry{}, fmt.Errorf("%w: catalog entry %v", ErrCodec, t)
+	}
+	return c, nil
+}
+
+// asInt returns a decoded integer element.
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case uint64:
+		return int64(n), n <= 1<<63-1
+	}
+	return 0, false
+}
+
+// fingerprint identifies the definition of an index: everything that
+// decides its entries. A Key func cannot be compared; its Version stands in
+// for it.
+func (ix *indexTable) definitionFingerprint(spec indexDefinition) uint64 {
+	parts := []any{spec.name, spec.key, int64(spec.strategy), spec.unique, spec.sparse, spec.multi, spec.version}
+	for _, f := range ix.fields {
+		parts = append(parts, f.name, f.typ.String())
+	}
+	parts = append(parts, "projection")
+	for _, f := range ix.proj.fields {
+		parts = append(parts, f.name, f.typ.String())
+	}
+	b, err := EncodeTuple(parts...)
+	if err != nil {
+		panic(err)
+	}
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// indexDefinition is what an Index declares besides its fields.
+type indexDefinition struct {
+	name                  string
+	key                   bool // a Key func
+	strategy              Strategy
+	unique, sparse, multi bool
+	version               int64
+}
+
+// catalogKey returns the key of the catalog entry of index name.
+func catalogKey(tablePrefix []byte, name string) []byte {
+	return appendString(appendInt(bytes.Clone(tablePrefix), spaceCatalog), name)
+}
+
+// place sets where the entries of generation gen of ix live.
+func (ix *indexTable) place(tablePrefix []byte, gen int64) {
+	ix.gen = gen
+	ix.prefix = appendInt(appendString(appendInt(bytes.Clone(tablePrefix), spaceIndex), ix.name), gen)
+}
+
+// loadCatalog reconciles the catalog with the table's schema: it places
+// every index at its generation, drops the entries of indexes that were
+// removed or replaced, and records new ones. Open calls it.
+func (t *Table[T]) loadCatalog(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := t.reconcileCatalog(ctx)
+		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
+			return err
+		}
+	}
+}
+
+func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
+	space := appendInt(bytes.Clone(t.prefix), spaceCatalog)
+	stored := map[string][]byte{}
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
+		if err != nil {
+			return err
+		}
+		name, _, err := DecodeElement(e.Key[len(space):])
+		if err != nil {
+			return fmt.Errorf("%w: catalog key %q", ErrCodec, e.Key)
+		}
+		s, _ := name.(string)
+		stored[s] = bytes.Clone(e.Value)
+	}
+	empty := true
+	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), Limit: 1}) {
+		if err != nil {
+			return err
+		}
+		empty = false
+	}
+	fresh := IndexWriteOnly
+	if empty {
+		fresh = IndexReadable
+	}
+	var b Batch
+	var drop [][]byte // key ranges to delete, as start, end pairs
+	for _, ix := range t.indexes.indexes {
+		key := catalogKey(t.prefix, ix.name)
+		old, known := stored[ix.name]
+		delete(stored, ix.name)
+		next := catalogEntry{fingerprint: ix.fingerprint, gen: 1, state: fresh}
+		if known {
+			c, err := decodeCatalogEntry(old)
+			if err != nil {
+				return fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
+			}
+			if c.fingerprint == ix.fingerprint {
+				ix.place(t.prefix, c.gen)
+				ix.state.Store(int32(c.state))
+				continue
+			}
+			ix.place(t.prefix, c.gen)
+			drop = append(drop, ix.prefix, tupleEnd(ix.prefix))
+			next.gen = c.gen + 1
+			b.ExpectValue(key, old)
+		} else {
+			b.ExpectAbsent(key)
+		}
+		ix.place(t.prefix, next.gen)
+		ix.state.Store(int32(next.state))
+		b.Put(key, next.encode())
+	}
+	for name, old := range stored {
+		c, err := decodeCatalogEntry(old)
+		if err != nil {
+			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
+		}
+		gone := &indexTable{name: name}
+		gone.place(t.prefix, c.gen)
+		drop = append(drop, gone.prefix, tupleEnd(gone.prefix))
+		key := catalogKey(t.prefix, name)
+		b.ExpectValue(key, old)
+		b.Delete(key)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	// Record the new catalog first: from then on no reader uses the dropped
+	// generations, and deleting them can go on in pieces.
+	if err := t.store.Apply(ctx, &b); err != nil {
+		return err
+	}
+	for i := 0; i < len(drop); i += 2 {
+		if err := deleteRange(ctx, t.store, drop[i], drop[i+1]); err != nil {
+			return fmt.Errorf("table %q: drop old index entries: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// IndexStatus returns the catalog's record of each of the table's indexes,
+// in schema order.
+func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
+	out := make([]IndexStatus, 0, len(t.indexes.indexes))
+	for _, ix := range t.indexes.indexes {
+		c, err := t.readCatalog(ctx, ix)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, IndexStatus{Name: ix.name, State: c.state, Generation: c.gen, Done: c.done, Total: c.total})
+	}
+	return out, nil
+}
+
+// readCatalog reads the catalog entry of ix and refreshes ix's state from
+// it, so a table sees what another process (or Build) changed.
+func (t *Table[T]) readCatalog(ctx context.Context, ix *indexTable) (catalogEntry, error) {
+	v, err := t.store.Get(ctx, catalogKey(t.prefix, ix.name))
+	if err != nil {
+		return catalogEntry{}, fmt.Errorf("table %q, index %q: catalog: %w", t.name, ix.name, err)
+	}
+	c, err := decodeCatalogEntry(v)
+	if err != nil {
+		return c, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
+	}
+	if c.gen != ix.gen {
+		return c, fmt.Errorf("%w: table %q, index %q was redefined by another process (generation %d, this table has %d); reopen the table",
+			ErrInvalidSchema, t.name, ix.name, c.gen, ix.gen)
+	}
+	ix.state.Store(int32(c.state))
+	return c, nil
+}
+
+// readable returns nil if queries may use ix, checking the catalog again
+// when this table last saw it unreadable (a build elsewhere may have
+// finished).
+func (t *Table[T]) readable(ctx context.Context, ix *indexTable) error {
+	if IndexState(ix.state.Load()) == IndexReadable {
+		return nil
+	}
+	c, err := t.readCatalog(ctx, ix)
+	if err != nil {
+		return err
+	}
+	if c.state != IndexReadable {
+		return fmt.Errorf("%w: table %q, index %q is %v", ErrIndexNotReadable, t.name, ix.name, c.state)
+	}
+	return nil
+}
+
+// DisableIndex stops maintaining and querying index name and deletes its
+// entries. EnableIndex brings it back.
+func (t *Table[T]) DisableIndex(ctx context.Context, name string) error {
+	return t.setState(ctx, name, IndexDisabled)
+}
+
+// EnableIndex makes a disabled index write-only again, with an empty key
+// range of a new generation; Build then makes it readable. Enabling an
+// index that is not disabled does nothing.
+func (t *Table[T]) EnableIndex(ctx context.Context, name string) error {
+	return t.setState(ctx, name, IndexWriteOnly)
+}
+
+func (t *Table[T]) setState(ctx context.Context, name string, state IndexState) error {
+	ix := t.indexes.lookup(name)
+	if ix == nil {
+		return fmt.Errorf("%w: table %q has no index %q", ErrInvalidSchema, t.name, name)
+	}
+	key := catalogKey(t.prefix, name)
+	for attempt := 1; ; attempt++ {
+		c, err := t.readCatalog(ctx, ix)
+		if err != nil {
+			return err
+		}
+		old := c.encode()
+		switch {
+		case state == IndexDisabled && c.state == IndexDisabled,
+			state == IndexWriteOnly && c.state != IndexDisabled:
+			return nil
+		case state == IndexWriteOnly:
+			// A new generation: the disabled one may hold leftovers of
+			// writes that raced with the disabling.
+			c = catalogEntry{fingerprint: c.fingerprint, gen: c.gen + 1, state: IndexWriteOnly}
+		default:
+			c.state, c.cursor, c.done, c.total = state, nil, 0, 0
+		}
+		var b Batch
+		b.ExpectValue(key, old)
+		b.Put(key, c.encode())
+		err = t.store.Apply(ctx, &b)
+		if errors.Is(err, ErrConflict) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
+		}
+		if state == IndexDisabled {
+			ix.state.Store(int32(IndexDisabled))
+			return deleteRange(ctx, t.store, ix.prefix, tupleEnd(ix.prefix))
+		}
+		ix.place(t.prefix, c.gen)
+		ix.state.Store(int32(c.state))
+		return nil
+	}
+}
+
+// deleteChunk is how many keys deleteRange and the builders handle in one
+// batch.
+const deleteChunk = 512
+
+// deleteRange deletes the keys in [start, end) in batches.
+func deleteRange(ctx context.Context, s Store, start, end []byte) error {
+	for {
+		var b Batch
+		for e, err := range s.Scan(ctx, ScanRange{Start: start, End: end, Limit: deleteChunk}) {
+			if err != nil {
+				return err
+			}
+			b.Delete(bytes.Clone(e.Key))
+		}
+		if b.Len() == 0 {
+			return nil
+		}
+		if err := applyInPieces(ctx, s, &b); err != nil {
+			return err
+		}
+	}
+}
+
+// applyInPieces applies b in as few batches as the store's atomicity scope
+// allows, splitting it where it must. Only for writes without expectations
+// whose every subset leaves nothing a retry cannot finish: deletes of dead
+// entries, and index mutations that a pending change will apply again.
+func applyInPieces(ctx context.Context, s Store, b *Batch) error {
+	if s.Atomicity().Allows(b) == nil || b.Len() <= 1 {
+		return s.Apply(ctx, b)
+	}
+	ops := b.Ops()
+	half := len(ops) / 2
+	for _, part := range [][]Op{ops[:half], ops[half:]} {
+		if err := applyInPieces(ctx, s, &Batch{ops: part}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
