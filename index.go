@@ -63,12 +63,12 @@ type indexTable struct {
 	state       atomic.Int32
 	fingerprint uint64 // of the definition, for the catalog
 	eventual    bool
-	fields   []field
-	keyFunc  func(reflect.Value) []Tuple
-	strategy Strategy
-	proj     projection
-	unique   bool
-	sparse   bool
+	fields      []field
+	keyFunc     func(reflect.Value) []Tuple
+	strategy    Strategy
+	proj        projection
+	unique      bool
+	sparse      bool
 }
 
 // entry is one index entry.
