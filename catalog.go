@@ -271,7 +271,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
 	out := make([]IndexStatus, 0, len(t.indexes.indexes))
 	for _, ix := range t.indexes.indexes {
-		c, err := t.readCatalog(ctx, ix)
+		c, _, err := t.readCatalog(ctx, ix)
 		if err != nil {
 			return nil, err
 		}
@@ -280,23 +280,24 @@ func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
 	return out, nil
 }
 
-// readCatalog reads the catalog entry of ix and refreshes ix's state from
-// it, so a table sees what another process (or Build) changed.
-func (t *Table[T]) readCatalog(ctx context.Context, ix *indexTable) (catalogEntry, error) {
+// readCatalog reads the catalog entry of ix, decoded and as stored, and
+// refreshes ix's state from it, so a table sees what another process (or
+// Build) changed.
+func (t *Table[T]) readCatalog(ctx context.Context, ix *indexTable) (catalogEntry, []byte, error) {
 	v, err := t.store.Get(ctx, catalogKey(t.prefix, ix.name))
 	if err != nil {
-		return catalogEntry{}, fmt.Errorf("table %q, index %q: catalog: %w", t.name, ix.name, err)
+		return catalogEntry{}, nil, fmt.Errorf("table %q, index %q: catalog: %w", t.name, ix.name, err)
 	}
 	c, err := decodeCatalogEntry(v)
 	if err != nil {
-		return c, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
+		return c, nil, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
 	}
 	if c.gen != ix.gen {
-		return c, fmt.Errorf("%w: table %q, index %q was redefined by another process (generation %d, this table has %d); reopen the table",
+		return c, nil, fmt.Errorf("%w: table %q, index %q was redefined by another process (generation %d, this table has %d); reopen the table",
 			ErrInvalidSchema, t.name, ix.name, c.gen, ix.gen)
 	}
 	ix.state.Store(int32(c.state))
-	return c, nil
+	return c, v, nil
 }
 
 // readable returns nil if queries may use ix, checking the catalog again
@@ -306,7 +307,7 @@ func (t *Table[T]) readable(ctx context.Context, ix *indexTable) error {
 	if IndexState(ix.state.Load()) == IndexReadable {
 		return nil
 	}
-	c, err := t.readCatalog(ctx, ix)
+	c, _, err := t.readCatalog(ctx, ix)
 	if err != nil {
 		return err
 	}
@@ -336,11 +337,10 @@ func (t *Table[T]) setState(ctx context.Context, name string, state IndexState) 
 	}
 	key := catalogKey(t.prefix, name)
 	for attempt := 1; ; attempt++ {
-		c, err := t.readCatalog(ctx, ix)
+		c, old, err := t.readCatalog(ctx, ix)
 		if err != nil {
 			return err
 		}
-		old := c.encode()
 		switch {
 		case state == IndexDisabled && c.state == IndexDisabled,
 			state == IndexWriteOnly && c.state != IndexDisabled:

@@ -294,14 +294,42 @@ func emailTaken(model map[int]person, p person) bool {
 // and deletes, with unique violations and conflicts among them, against a
 // plain map, and after every step compares index queries with the map.
 func TestModel(t *testing.T) {
-	t.Run("json", func(t *testing.T) { testModel(t, it.JSONCodec{}, names) })
+	t.Run("json", func(t *testing.T) { testModel(t, it.JSONCodec{}, names, modeSynchronous) })
 	// The binary codec keeps any bytes, so key strings may be invalid UTF-8.
-	t.Run("binary", func(t *testing.T) { testModel(t, &it.BinaryCodec{}, append(names, "\xff", "\xff\x00")) })
+	t.Run("binary", func(t *testing.T) { testModel(t, &it.BinaryCodec{}, append(names, "\xff", "\xff\x00"), modeSynchronous) })
 }
 
-func testModel(t *testing.T, codec it.Codec, names []string) {
+// modelMode is how the model test's table keeps its indexes.
+type modelMode int
+
+const (
+	modeSynchronous modelMode = iota
+	// The non-unique indexes are Eventual; maintainers stop and restart at
+	// random, and WaitIndexed comes before each comparison.
+	modeEventual
+	// Every index is Synchronous, but the store's atomicity scope is one
+	// partition, so writes fall back to the queue (and writes that change
+	// the unique index are refused).
+	modeFallback
+)
+
+func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 	ctx := context.Background()
-	tbl := openPeopleWith(t, it.NewMemoryStore(), codec)
+	var store it.Store = it.NewMemoryStore()
+	indexes := personIndexes()
+	switch mode {
+	case modeEventual:
+		indexes = eventualIndexes(indexes)
+	case modeFallback:
+		store = partitionedStore(it.NewMemoryStore())
+	}
+	tbl, err := it.Open(ctx, store, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
+	require.NoError(t, err)
+	var m *maintainers
+	if mode != modeSynchronous {
+		m = startMaintainers(t, tbl, 1)
+		defer m.stop()
+	}
 	model := map[int]person{}
 	versions := map[int]it.Version{}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -309,11 +337,16 @@ func testModel(t *testing.T, codec it.Codec, names []string) {
 	if testing.Short() {
 		steps = 500
 	}
-	var seen struct{ exists, notFound, unique, conflict int }
+	var seen struct{ exists, notFound, unique, conflict, refused int }
 	for step := range steps {
+		if m != nil && r.IntN(2) == 0 {
+			m.stop()
+		}
 		id := r.IntN(40)
 		p := randomPerson(r, id, names)
-		_, present := model[id]
+		old, present := model[id]
+		// In fallback mode a write whose unique entry changes is refused.
+		refused := mode == modeFallback && (p.Email != old.Email || !present && p.Email != "")
 		var err error
 		var v it.Version
 		op := r.IntN(10)
@@ -327,16 +360,23 @@ func testModel(t *testing.T, codec it.Codec, names []string) {
 			case emailTaken(model, p):
 				require.ErrorIs(t, err, it.ErrUniqueViolation)
 				seen.unique++
+			case refused:
+				require.ErrorIs(t, err, it.ErrInvalidBatch)
+				seen.refused++
 			default:
 				require.NoError(t, err)
 				model[id], versions[id] = p, v
 			}
 		case op < 5:
 			v, err = tbl.Upsert(ctx, p)
-			if emailTaken(model, p) {
+			switch {
+			case emailTaken(model, p):
 				require.ErrorIs(t, err, it.ErrUniqueViolation)
 				seen.unique++
-			} else {
+			case refused:
+				require.ErrorIs(t, err, it.ErrInvalidBatch)
+				seen.refused++
+			default:
 				require.NoError(t, err)
 				model[id], versions[id] = p, v
 			}
@@ -361,6 +401,9 @@ func testModel(t *testing.T, codec it.Codec, names []string) {
 			case emailTaken(model, p):
 				require.ErrorIs(t, err, it.ErrUniqueViolation)
 				seen.unique++
+			case refused:
+				require.ErrorIs(t, err, it.ErrInvalidBatch)
+				seen.refused++
 			default:
 				require.NoError(t, err)
 				require.Equal(t, versions[id]+1, v)
@@ -368,14 +411,33 @@ func testModel(t *testing.T, codec it.Codec, names []string) {
 			}
 		default:
 			err = tbl.Delete(ctx, it.Tuple{id})
-			if present {
+			switch {
+			case present && mode == modeFallback && old.Email != "":
+				require.ErrorIs(t, err, it.ErrInvalidBatch)
+				seen.refused++
+			case present:
 				require.NoError(t, err)
 				delete(model, id)
 				delete(versions, id)
-			} else {
+			default:
 				require.ErrorIs(t, err, it.ErrNotFound)
 				seen.notFound++
 			}
+		}
+		if m != nil {
+			// Before the indexes catch up, a read returns only records
+			// that match it; then the comparisons wait for them, applied by
+			// new maintainers or by passes of ApplyPending when the old ones
+			// stopped.
+			checkNoStaleResults(t, r, tbl, model, indexes)
+			if !m.running {
+				if r.IntN(3) == 0 {
+					catchUp(t, tbl)
+				} else {
+					m.start(1 + r.IntN(3))
+				}
+			}
+			require.NoError(t, tbl.WaitIndexed(ctx))
 		}
 
 		got, gotVersion, err := tbl.GetVersioned(ctx, id)
@@ -388,7 +450,7 @@ func testModel(t *testing.T, codec it.Codec, names []string) {
 		}
 		// Every index, at a random key of the record just written, each step;
 		// every index whole, every 25 steps.
-		for _, ix := range personIndexes() {
+		for _, ix := range indexes {
 			keys := modelKeys(ix.Name, p)
 			if len(keys) > 0 {
 				k := keys[r.IntN(len(keys))]
@@ -408,8 +470,12 @@ func testModel(t *testing.T, codec it.Codec, names []string) {
 	t.Logf("outcomes seen: %+v", seen)
 	require.Positive(t, seen.exists)
 	require.Positive(t, seen.notFound)
-	require.Positive(t, seen.unique)
 	require.Positive(t, seen.conflict)
+	if mode == modeFallback {
+		require.Positive(t, seen.refused) // and no email is ever set
+	} else {
+		require.Positive(t, seen.unique)
+	}
 }
 
 // TestConcurrentWriters races writers over a few records; afterwards every

@@ -1,0 +1,358 @@
+package indextable_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/faultstore"
+)
+
+// eventualIndexes returns the indexes with every non-unique one Eventual.
+func eventualIndexes(in []it.Index[person]) []it.Index[person] {
+	out := slices.Clone(in)
+	for i := range out {
+		if !out[i].Unique {
+			out[i].Consistency = it.Eventual
+		}
+	}
+	return out
+}
+
+// partitioned is a memory store whose atomicity scope is one partition, as
+// in Azure Table storage: a record and its change records share one, each
+// index table has its own, and so does the catalog.
+type partitioned struct{ *it.MemoryStore }
+
+func partitionedStore(s *it.MemoryStore) it.Store { return partitioned{s} }
+
+func (partitioned) Atomicity() it.Atomicity { return it.Atomicity{Partition: partitionOf} }
+
+func partitionOf(key []byte) []byte {
+	t, err := it.DecodeTuple(key)
+	if err != nil || len(t) < 3 {
+		return key
+	}
+	var p []byte
+	switch t[1] {
+	case int64(0), int64(3): // a record, its changes
+		p, err = it.EncodeTuple(t[0], "record", t[2])
+	case int64(1): // an index table
+		p, err = it.EncodeTuple(t[0], "index", t[2])
+	default:
+		p, err = it.EncodeTuple(t[0], t[1])
+	}
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// maintainers runs a table's maintainers in goroutines, and stops and
+// restarts them.
+type maintainers struct {
+	t       testing.TB
+	tbl     *it.Table[person]
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	errs    []error
+	running bool
+}
+
+func startMaintainers(t testing.TB, tbl *it.Table[person], n int) *maintainers {
+	m := &maintainers{t: t, tbl: tbl}
+	m.start(n)
+	return m
+}
+
+// start runs n maintainers, one per partition.
+func (m *maintainers) start(n int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel, m.running = cancel, true
+	for i := range n {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			err := m.tbl.RunMaintainer(ctx, it.MaintainerOptions{Partition: i, Partitions: n, BatchSize: 1 + i*7})
+			if !errors.Is(err, context.Canceled) {
+				m.mu.Lock()
+				m.errs = append(m.errs, err)
+				m.mu.Unlock()
+			}
+		}()
+	}
+}
+
+func (m *maintainers) stop() {
+	if m.running {
+		m.cancel()
+		m.wg.Wait()
+		m.running = false
+	}
+	require.Empty(m.t, m.errs)
+}
+
+// checkNoStaleResults reads a random index at the key of a random model
+// record and checks that every result is a record of the model that has
+// the key: a read never returns what no longer matches, even while the
+// indexes lag.
+func checkNoStaleResults(t testing.TB, r *rand.Rand, tbl *it.Table[person], model map[int]person, indexes []it.Index[person]) {
+	t.Helper()
+	name := indexes[r.IntN(len(indexes))].Name
+	p := randomPerson(r, 0, names)
+	if len(model) > 0 && r.IntN(4) > 0 {
+		ids := make([]int, 0, len(model))
+		for id := range model {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		p = model[ids[r.IntN(len(ids))]]
+	}
+	keys := modelKeys(name, p)
+	if len(keys) == 0 {
+		return
+	}
+	eq := keys[0][:1+r.IntN(len(keys[0]))]
+	q := it.Query{Index: name, Eq: eq, Covered: r.IntN(2) == 0}
+	for _, got := range collect(t, tbl, q) {
+		want, ok := model[got.ID]
+		require.True(t, ok, "%s %v returned record %d, which is gone", name, eq, got.ID)
+		matches := false
+		for _, k := range modelKeys(name, want) {
+			matches = matches || it.CompareTuples(k[:min(len(k), len(eq))], eq) == 0 && len(k) >= len(eq)
+		}
+		require.True(t, matches, "%s %v returned record %+v, which no longer matches", name, eq, got)
+		whole := normalize([]person{want})
+		if q.Covered && !assert.ObjectsAreEqual(whole, normalize([]person{got})) {
+			want = covered(name, want)
+		}
+		require.Equal(t, normalize([]person{want}), normalize([]person{got}), "%s %v", name, eq)
+	}
+}
+
+// TestModelEventual is the model test with eventual indexes, and with
+// writes that fall back to the queue on a partitioned store.
+func TestModelEventual(t *testing.T) {
+	t.Run("eventual", func(t *testing.T) { testModel(t, &it.BinaryCodec{}, names, modeEventual) })
+	t.Run("fallback", func(t *testing.T) { testModel(t, it.JSONCodec{}, names, modeFallback) })
+}
+
+func TestEventualReadsCheckTheFactTable(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
+	require.NoError(t, err)
+	// Nothing is indexed before the maintainer runs.
+	require.Empty(t, collect(t, tbl, it.Query{Index: "town_name", Eq: it.Tuple{"R"}}))
+	n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Len(t, collect(t, tbl, it.Query{Index: "town_name", Eq: it.Tuple{"R"}}), 1)
+
+	// The record moves to S: its full-copy entry under R is stale until the
+	// maintainer runs, and no read returns it, covered or not.
+	_, err = tbl.Update(ctx, person{ID: 1, Town: "S", Name: "A"})
+	require.NoError(t, err)
+	for _, covered := range []bool{false, true} {
+		for _, ix := range []string{"town_name", "town", "score_mod"} {
+			q := it.Query{Index: ix, Covered: covered}
+			got := collect(t, tbl, q)
+			require.Empty(t, got, "%+v", q)
+			c, err := tbl.Count(ctx, q)
+			require.NoError(t, err)
+			require.Zero(t, c)
+		}
+	}
+	lag, err := tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, lag.Pending)
+	require.Positive(t, lag.Oldest)
+
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []person{{ID: 1, Town: "S", Name: "A"}}, collect(t, tbl, it.Query{Index: "town_name", Eq: it.Tuple{"S"}}))
+	require.Equal(t, []person{{ID: 1, Town: "S"}}, collect(t, tbl, it.Query{Index: "town", Covered: true}))
+	lag, err = tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Equal(t, it.Lag{}, lag)
+}
+
+// TestReplayedChangesAreHarmless puts change records back after they were
+// applied, older than the record's current state, and applies them again:
+// the indexes stay as the record is.
+func TestReplayedChangesAreHarmless(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	require.NoError(t, err)
+	queue := func() map[string]string {
+		out := map[string]string{}
+		for k, v := range storeDump(t, s) {
+			if tup, _ := it.DecodeTuple([]byte(k)); tup[1] == int64(3) {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	var replay []map[string]string
+	for i, town := range []string{"R", "S", "T"} {
+		_, err := tbl.Upsert(ctx, person{ID: 1, Town: town, Name: "A", Tags: []string{town}, Score: i})
+		require.NoError(t, err)
+		replay = append(replay, queue())
+		_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
+		require.NoError(t, err)
+	}
+	indexed := storeDump(t, s)
+	for _, changes := range replay {
+		var b it.Batch
+		for k, v := range changes {
+			b.Put([]byte(k), []byte(v))
+		}
+		require.NoError(t, s.Apply(ctx, &b))
+		n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+		require.NoError(t, err)
+		require.Equal(t, len(changes), n)
+		require.Equal(t, indexed, storeDump(t, s))
+	}
+	model := map[int]person{1: {ID: 1, Town: "T", Name: "A", Tags: []string{"T"}, Score: 2}}
+	for _, ix := range personIndexes() {
+		checkIndex(t, tbl, model, ix.Name, nil)
+	}
+}
+
+func TestWaitIndexedAndLag(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	require.NoError(t, err)
+	for i := range 50 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
+		require.NoError(t, err)
+	}
+	lag, err := tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 50, lag.Pending)
+
+	// No maintainer: the barrier waits until its context ends.
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, tbl.WaitIndexed(short), context.DeadlineExceeded)
+
+	m := startMaintainers(t, tbl, 2)
+	defer m.stop()
+	require.NoError(t, tbl.WaitIndexed(ctx))
+	n, err := tbl.Count(ctx, it.Query{Index: "town", Eq: it.Tuple{"R"}})
+	require.NoError(t, err)
+	require.Equal(t, 50, n)
+	lag, err = tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Zero(t, lag.Pending)
+}
+
+// TestMaintainerPartitions checks that each maintainer applies its own
+// share of the queue and that the shares cover it.
+func TestMaintainerPartitions(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	require.NoError(t, err)
+	for i := range 90 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
+		require.NoError(t, err)
+	}
+	total := 0
+	for p := range 3 {
+		n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: p, Partitions: 3, BatchSize: 7})
+		require.NoError(t, err)
+		assert.Positive(t, n)
+		assert.Less(t, n, 90)
+		total += n
+	}
+	require.Equal(t, 90, total)
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: 3, Partitions: 3})
+	require.Error(t, err)
+}
+
+// TestMaintainerBacksOffOnStoreErrors fails the maintainer's store calls
+// and checks that it logs, waits and then catches up.
+func TestMaintainerBacksOffOnStoreErrors(t *testing.T) {
+	ctx := context.Background()
+	fs := faultstore.New(it.NewMemoryStore())
+	tbl, err := it.Open(ctx, fs, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
+		require.NoError(t, err)
+	}
+	for n := range 3 {
+		fs.FailAt(faultstore.Apply, n+1) // WaitIndexed only reads
+	}
+	var logged syncBuffer
+	run, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() {
+		done <- tbl.RunMaintainer(run, it.MaintainerOptions{Logger: slog.New(slog.NewTextHandler(&logged, nil)), MaxBackoff: 20 * time.Millisecond})
+	}()
+	require.NoError(t, tbl.WaitIndexed(ctx))
+	stop()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Equal(t, 3, strings.Count(logged.String(), "injected fault"), logged.String())
+	n, err := tbl.Count(ctx, it.Query{Index: "town", Eq: it.Tuple{"R"}})
+	require.NoError(t, err)
+	require.Equal(t, 10, n)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestEventualUniqueIndexIsRefused(t *testing.T) {
+	_, err := it.Open(context.Background(), it.NewMemoryStore(), it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
+		{Name: "email", Fields: []string{"Email"}, Unique: true, Consistency: it.Eventual},
+	}})
+	require.ErrorIs(t, err, it.ErrInvalidSchema)
+	assert.Contains(t, err.Error(), "must be Synchronous")
+}
+
+// catchUp applies the table's queue with passes of ApplyPending until it is
+// empty.
+func catchUp[T any](t testing.TB, tbl *it.Table[T]) {
+	t.Helper()
+	ctx := context.Background()
+	for range 100 {
+		_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+		require.NoError(t, err)
+		lag, err := tbl.Lag(ctx)
+		require.NoError(t, err)
+		if lag.Pending == 0 {
+			return
+		}
+	}
+	t.Fatal("the queue does not drain")
+}
