@@ -1,0 +1,398 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Verification: Verify reads a table and its readable index tables in
+// chunks and reports how the indexes drifted from the fact table; Repair
+// does the same and fixes what it finds.
+//
+// It makes two passes. The first reads the records and looks up the entries
+// each should own (missing and stale entries, unique keys two records
+// claim); the second reads each index table and looks up the record of each
+// entry (dangling entries, and entries whose record no longer has their
+// key). A record with changes still queued is skipped: its entries are late,
+// not wrong. A finding is confirmed by reading the record again, so a write
+// that raced with the check is not reported; repairs are conditional on
+// the record being unchanged.
+
+// DriftKind classifies a difference between an index table and its facts.
+type DriftKind int8
+
+const (
+	// DriftMissing: a record lacks an entry it should have.
+	DriftMissing DriftKind = iota + 1
+	// DriftStale: an entry is out of date: its projected fields or copy
+	// differ from the record, or its key is no longer the record's.
+	DriftStale
+	// DriftDangling: an entry whose record does not exist.
+	DriftDangling
+	// DriftUniqueViolation: two records have one key in a unique index.
+	// Repair cannot choose between them and leaves it.
+	DriftUniqueViolation
+)
+
+func (k DriftKind) String() string {
+	switch k {
+	case DriftMissing:
+		return "missing"
+	case DriftStale:
+		return "stale"
+	case DriftDangling:
+		return "dangling"
+	case DriftUniqueViolation:
+		return "unique violation"
+	}
+	return "DriftKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Drift is one difference found by Verify.
+type Drift struct {
+	Kind  DriftKind
+	Index string
+	// Key is the entry's index key; PrimaryKey the record it belongs to
+	// (or names, for a dangling entry).
+	Key, PrimaryKey Tuple
+	// Repaired is set when Repair fixed it.
+	Repaired bool
+}
+
+func (d Drift) String() string {
+	return fmt.Sprintf("%v entry in index %q: key %v, record %v", d.Kind, d.Index, d.Key, d.PrimaryKey)
+}
+
+// VerifyOptions configures Verify and Repair.
+type VerifyOptions struct {
+	// ChunkSize is how many records or entries one step reads; 0 means 256.
+	ChunkSize int
+	// Progress, when set, is called after each step.
+	Progress func(VerifyProgress)
+	// MaxSamples caps the drifts the report lists; 0 means 100. Counts are
+	// always complete.
+	MaxSamples int
+}
+
+// VerifyProgress reports how far a Verify is: Phase is "records" while it
+// reads the fact table, then the name of each index table it reads.
+type VerifyProgress struct {
+	Phase       string
+	Done, Total int64
+}
+
+// VerifyReport is what Verify found.
+type VerifyReport struct {
+	// Records and Entries count what was read.
+	Records, Entries int64
+	// Drift counts the findings by kind.
+	Drift map[DriftKind]int
+	// Pending counts records skipped because changes to them are queued.
+	Pending int
+	// Repaired counts the findings Repair fixed.
+	Repaired int
+	// Samples lists the first findings.
+	Samples []Drift
+}
+
+// Total returns the number of findings.
+func (r *VerifyReport) Total() int {
+	n := 0
+	for _, c := range r.Drift {
+		n += c
+	}
+	return n
+}
+
+// Verify checks the table's readable indexes against its fact table and
+// reports drift, changing nothing.
+func (t *Table[T]) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
+	return t.verify(ctx, opts, false)
+}
+
+// Repair is Verify that also fixes each finding it can: it puts missing and
+// stale entries, and deletes dangling entries and entries whose record lost
+// their key. Unique violations are reported and left.
+func (t *Table[T]) Repair(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
+	return t.verify(ctx, opts, true)
+}
+
+type verifier[T any] struct {
+	t       *Table[T]
+	opts    VerifyOptions
+	repair  bool
+	report  *VerifyReport
+	pending map[string]bool // primary keys with queued changes
+	indexes []*indexTable
+}
+
+func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) (*VerifyReport, error) {
+	if opts.ChunkSize <= 0 {
+		opts.ChunkSize = 256
+	}
+	if opts.MaxSamples <= 0 {
+		opts.MaxSamples = 100
+	}
+	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}}, pending: map[string]bool{}}
+	for _, ix := range t.indexes.indexes {
+		if _, _, err := t.readCatalog(ctx, ix); err != nil {
+			return nil, err
+		}
+		if IndexState(ix.state.Load()) == IndexReadable {
+			v.indexes = append(v.indexes, ix)
+		}
+	}
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace)}) {
+		if err != nil {
+			return nil, err
+		}
+		pk, err := t.changePK(e.Key)
+		if err != nil {
+			return nil, err
+		}
+		v.pending[string(pk)] = true
+	}
+	v.report.Pending = len(v.pending)
+	if err := v.records(ctx); err != nil {
+		return v.report, err
+	}
+	for _, ix := range v.indexes {
+		if err := v.entries(ctx, ix); err != nil {
+			return v.report, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
+		}
+	}
+	return v.report, nil
+}
+
+func (v *verifier[T]) readable(ix *indexTable) bool {
+	for _, r := range v.indexes {
+		if r == ix {
+			return true
+		}
+	}
+	return false
+}
+
+// records is the first pass: each record's entries, looked up.
+func (v *verifier[T]) records(ctx context.Context) error {
+	t := v.t
+	total, err := countRange(ctx, t.store, t.factSpace)
+	if err != nil {
+		return err
+	}
+	var after []byte
+	for {
+		var facts [][]byte // key, value pairs
+		for e, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), After: after, Limit: v.opts.ChunkSize}) {
+			if err != nil {
+				return err
+			}
+			facts = append(facts, bytes.Clone(e.Key), bytes.Clone(e.Value))
+			after = facts[len(facts)-2]
+		}
+		if len(facts) == 0 {
+			return nil
+		}
+		var want []entry
+		var owner [][]byte // the fact key and value of each wanted entry
+		for i := 0; i < len(facts); i += 2 {
+			pk := facts[i][len(t.factSpace):]
+			v.report.Records++
+			if v.pending[string(pk)] {
+				continue
+			}
+			es, err := t.factEntries(facts[i+1], pk, v.readable)
+			if err != nil {
+				return err
+			}
+			for _, e := range es {
+				want = append(want, e)
+				owner = append(owner, facts[i], facts[i+1])
+			}
+		}
+		keys := make([][]byte, len(want))
+		for i, e := range want {
+			keys[i] = e.key
+		}
+		held, err := t.store.GetMany(ctx, keys, nil)
+		if err != nil {
+			return err
+		}
+		for i, e := range want {
+			factKey, fact := owner[2*i], owner[2*i+1]
+			pk := factKey[len(t.factSpace):]
+			var kind DriftKind
+			switch {
+			case held[i] == nil:
+				kind = DriftMissing
+			case bytes.Equal(held[i], e.value):
+				continue
+			case e.ix.unique && !sameOwner(e.ix, e.key, held[i], e.value):
+				// Another record's entry: a violation if that record still
+				// has the key, else a stale entry to take over.
+				kind = DriftStale
+				other, err := v.ownedElsewhere(ctx, e, held[i])
+				if err != nil {
+					return err
+				}
+				if other {
+					kind = DriftUniqueViolation
+				}
+			default:
+				kind = DriftStale
+			}
+			var fix Batch
+			fix.ExpectValue(factKey, fact)
+			if held[i] == nil {
+				fix.ExpectAbsent(e.key)
+			} else {
+				fix.ExpectValue(e.key, held[i])
+			}
+			fix.Put(e.key, e.value)
+			if err := v.found(ctx, kind, e.ix, e.key, pk, factKey, fact, &fix); err != nil {
+				return err
+			}
+		}
+		if v.opts.Progress != nil {
+			v.opts.Progress(VerifyProgress{Phase: "records", Done: v.report.Records, Total: total})
+		}
+	}
+}
+
+// ownedElsewhere reports whether the record that unique entry value held
+// names has the key of e.
+func (v *verifier[T]) ownedElsewhere(ctx context.Context, e entry, held []byte) (bool, error) {
+	t := v.t
+	pk, _, err := e.ix.splitUnique(held)
+	if err != nil {
+		return false, err
+	}
+	fact, err := t.store.Get(ctx, append(bytes.Clone(t.factSpace), pk...))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	es, err := t.factEntries(fact, pk, func(x *indexTable) bool { return x == e.ix })
+	return findEntry(es, e.key) >= 0, err
+}
+
+// entries is the second pass over index ix: each entry's record, looked up.
+func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
+	t := v.t
+	total, err := countRange(ctx, t.store, ix.prefix)
+	if err != nil {
+		return err
+	}
+	only := func(x *indexTable) bool { return x == ix }
+	var after []byte
+	done := int64(0)
+	for {
+		var list [][]byte // entry key, value, fact key
+		for e, err := range t.store.Scan(ctx, ScanRange{Start: ix.prefix, End: tupleEnd(ix.prefix), After: after, Limit: v.opts.ChunkSize}) {
+			if err != nil {
+				return err
+			}
+			key := bytes.Clone(e.Key)
+			after = key
+			pk, _, err := ix.splitEntry(key, e.Value, len(t.pk))
+			if err != nil {
+				return err
+			}
+			list = append(list, key, bytes.Clone(e.Value), append(bytes.Clone(t.factSpace), pk...))
+		}
+		if len(list) == 0 {
+			return nil
+		}
+		keys := make([][]byte, 0, len(list)/3)
+		for i := 2; i < len(list); i += 3 {
+			keys = append(keys, list[i])
+		}
+		facts, err := t.store.GetMany(ctx, keys, nil)
+		if err != nil {
+			return err
+		}
+		for i, fact := range facts {
+			key, value, factKey := list[3*i], list[3*i+1], list[3*i+2]
+			pk := factKey[len(t.factSpace):]
+			done++
+			v.report.Entries++
+			if v.pending[string(pk)] {
+				continue
+			}
+			var fix Batch
+			fix.ExpectValue(key, value)
+			fix.Delete(key)
+			kind := DriftDangling
+			if fact != nil {
+				es, err := t.factEntries(fact, pk, only)
+				if err != nil {
+					return err
+				}
+				if findEntry(es, key) >= 0 {
+					continue
+				}
+				kind = DriftStale
+				fix.ExpectValue(factKey, fact)
+			} else {
+				fix.ExpectAbsent(factKey)
+			}
+			if err := v.found(ctx, kind, ix, key, pk, factKey, fact, &fix); err != nil {
+				return err
+			}
+		}
+		if v.opts.Progress != nil {
+			v.opts.Progress(VerifyProgress{Phase: ix.name, Done: done, Total: total})
+		}
+	}
+}
+
+// found confirms a finding (the record is still as read), counts it and,
+// when repairing, applies fix.
+func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, pk, factKey, fact []byte, fix *Batch) error {
+	now, err := v.t.store.Get(ctx, factKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		now = nil
+	case err != nil:
+		return err
+	}
+	if !bytes.Equal(now, fact) || (now == nil) != (fact == nil) {
+		return nil // a write raced with the check
+	}
+	d := Drift{Kind: kind, Index: ix.name, PrimaryKey: decodeTupleLoose(pk)}
+	d.Key = decodeTupleLoose(key[len(ix.prefix):])
+	if !ix.unique && len(d.Key) >= len(d.PrimaryKey) {
+		d.Key = d.Key[:len(d.Key)-len(d.PrimaryKey)]
+	}
+	if v.repair && kind != DriftUniqueViolation {
+		err := v.t.store.Apply(ctx, fix)
+		switch {
+		case err == nil:
+			d.Repaired = true
+			v.report.Repaired++
+		case errors.Is(err, ErrConflict):
+			return nil // a write raced with the repair and settled it
+		default:
+			return err
+		}
+	}
+	v.report.Drift[kind]++
+	if len(v.report.Samples) < v.opts.MaxSamples {
+		v.report.Samples = append(v.report.Samples, d)
+	}
+	return nil
+}
+
+// decodeTupleLoose decodes an encoded tuple for a report, or returns it as
+// one []byte element when it does not decode.
+func decodeTupleLoose(b []byte) Tuple {
+	if t, err := DecodeTuple(b); err == nil {
+		return t
+	}
+	return Tuple{bytes.Clone(b)}
+}
