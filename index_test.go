@@ -296,7 +296,9 @@ func emailTaken(model map[int]person, p person) bool {
 func TestModel(t *testing.T) {
 	t.Run("json", func(t *testing.T) { testModel(t, it.JSONCodec{}, names, modeSynchronous) })
 	// The binary codec keeps any bytes, so key strings may be invalid UTF-8.
-	t.Run("binary", func(t *testing.T) { testModel(t, &it.BinaryCodec{}, append(names, "\xff", "\xff\x00"), modeSynchronous) })
+	t.Run("binary", func(t *testing.T) {
+		testModel(t, &it.BinaryCodec{}, append(names, "\xff", "\xff\x00"), modeSynchronous)
+	})
 }
 
 // modelMode is how the model test's table keeps its indexes.
