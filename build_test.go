@@ -1,0 +1,142 @@
+package indextable_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/faultstore"
+)
+
+// copyFacts copies the fact records of table people from src into a new
+// store, without indexes or catalog.
+func copyFacts(t testing.TB, src it.Store) *it.MemoryStore {
+	t.Helper()
+	dst := it.NewMemoryStore()
+	var b it.Batch
+	for k, v := range storeDump(t, src) {
+		if tup, _ := it.DecodeTuple([]byte(k)); tup[1] == int64(0) {
+			b.Put([]byte(k), []byte(v))
+		}
+	}
+	require.NoError(t, dst.Apply(context.Background(), &b))
+	return dst
+}
+
+// requireNoDrift runs Verify and fails on any finding.
+func requireNoDrift[T any](t testing.TB, tbl *it.Table[T]) *it.VerifyReport {
+	t.Helper()
+	rep, err := tbl.Verify(context.Background(), it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Total(), "drift: %v", rep.Samples)
+	return rep
+}
+
+// TestBuildUnderConcurrentWriters builds every kind of index while
+// goroutines insert, update and delete; the built indexes must equal, byte
+// for byte, indexes built from scratch over the final records.
+func TestBuildUnderConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	plain := openWith(t, s)
+	const records = 600
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range records {
+		p := randomPerson(r, i, names)
+		p.Email = "" // unique emails are the writers' business
+		_, err := plain.Insert(ctx, p)
+		require.NoError(t, err)
+	}
+	tbl := openWith(t, s, personIndexes()...)
+	for _, st := range statusOf(t, tbl) {
+		require.Equal(t, it.IndexWriteOnly, st.State)
+	}
+
+	var building atomic.Bool
+	building.Store(true)
+	var wg sync.WaitGroup
+	var writes atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for n := 0; building.Load() || n < 50; n++ {
+				id := r.IntN(records + 50)
+				var err error
+				switch r.IntN(4) {
+				case 0:
+					err = tbl.Delete(ctx, it.Tuple{id})
+				default:
+					_, err = tbl.Upsert(ctx, randomPerson(r, id, names))
+				}
+				if err != nil && !errors.Is(err, it.ErrNotFound) && !errors.Is(err, it.ErrUniqueViolation) {
+					t.Error(err)
+					return
+				}
+				writes.Add(1)
+			}
+		}()
+	}
+	err := tbl.Build(ctx, it.BuildOptions{ChunkSize: 16})
+	building.Store(false)
+	wg.Wait()
+	require.NoError(t, err)
+	t.Logf("%d writes during the build", writes.Load())
+	for _, st := range statusOf(t, tbl) {
+		require.Equal(t, it.IndexReadable, st.State)
+	}
+	requireNoDrift(t, tbl)
+
+	fresh := copyFacts(t, s)
+	rebuilt := openWith(t, fresh, personIndexes()...)
+	require.NoError(t, rebuilt.Build(ctx, it.BuildOptions{}))
+	require.Equal(t, storeDump(t, fresh), storeDump(t, s))
+}
+
+// TestBuildResumesAfterACrash crashes a build at every batch, restarts it
+// from the store as the crash left it, and checks that it resumes from its
+// cursor and ends with the index a build from scratch makes.
+func TestBuildResumesAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	base := it.NewMemoryStore()
+	plain := openWith(t, base)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 50 {
+		_, err := plain.Insert(ctx, randomPerson(r, i, names))
+		require.NoError(t, err)
+	}
+	idx := []it.Index[person]{indexByName("town_name"), indexByName("tags")}
+	want := copyFacts(t, base)
+	require.NoError(t, openWith(t, want, idx...).Build(ctx, it.BuildOptions{}))
+
+	// Two indexes of 50 records in chunks of 8: 7 batches and a flip each.
+	for crashAt := 1; crashAt <= 16; crashAt++ {
+		for _, applied := range []bool{false, true} {
+			s := copyFacts(t, base)
+			fs := faultstore.New(s)
+			tbl, err := it.Open(ctx, fs, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: idx})
+			require.NoError(t, err)
+			fs.CrashAt(faultstore.Apply, crashAt, applied)
+			err = tbl.Build(ctx, it.BuildOptions{ChunkSize: 8})
+			require.ErrorIs(t, err, faultstore.ErrCrashed)
+
+			// Restart.
+			tbl = openWith(t, s, idx...)
+			batches := 0
+			require.NoError(t, tbl.Build(ctx, it.BuildOptions{ChunkSize: 8, Progress: func(it.BuildProgress) { batches++ }}))
+			left := 16 - crashAt + 1
+			if applied {
+				left--
+			}
+			require.Equal(t, left, batches, "crash at batch %d, applied %v: the build did not resume where it stopped", crashAt, applied)
+			require.Equal(t, storeDump(t, want), storeDump(t, s), "crash at batch %d, applied %v", crashAt, applied)
+		}
+	}
+}

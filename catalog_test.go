@@ -1,0 +1,207 @@
+package indextable_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+)
+
+func indexByName(name string) it.Index[person] {
+	for _, ix := range personIndexes() {
+		if ix.Name == name {
+			return ix
+		}
+	}
+	panic(name)
+}
+
+func openWith(t testing.TB, s it.Store, indexes ...it.Index[person]) *it.Table[person] {
+	t.Helper()
+	tbl, err := it.Open(context.Background(), s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
+	require.NoError(t, err)
+	return tbl
+}
+
+func statusOf(t testing.TB, tbl *it.Table[person]) map[string]it.IndexStatus {
+	t.Helper()
+	list, err := tbl.IndexStatus(context.Background())
+	require.NoError(t, err)
+	out := map[string]it.IndexStatus{}
+	for _, s := range list {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// indexNames returns the index names that have entries in s.
+func indexNames(t testing.TB, s it.Store) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for k := range storeDump(t, s) {
+		if tup, err := it.DecodeTuple([]byte(k)); err == nil && tup[1] == int64(1) {
+			out[fmt.Sprintf("%v@%v", tup[2], tup[3])]++
+		}
+	}
+	return out
+}
+
+func TestCatalogDetectsSchemaChanges(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+
+	// An empty table makes its indexes readable at once.
+	tbl := openWith(t, s, indexByName("town"), indexByName("tags"))
+	st := statusOf(t, tbl)
+	require.Equal(t, it.IndexReadable, st["town"].State)
+	model := map[int]person{}
+	for i := range 20 {
+		p := person{ID: i, Name: fmt.Sprint("n", i%4), Town: towns[i%3], Tags: []string{"a"}, Email: fmt.Sprint(i, "@e"), Score: i}
+		_, err := tbl.Insert(ctx, p)
+		require.NoError(t, err)
+		model[i] = p
+	}
+	require.Equal(t, map[string]int{"town@1": 20, "tags@1": 20}, indexNames(t, s))
+
+	// Reopening with the same schema changes nothing.
+	before := storeDump(t, s)
+	tbl = openWith(t, s, indexByName("town"), indexByName("tags"))
+	require.Equal(t, before, storeDump(t, s))
+	require.Equal(t, st, statusOf(t, tbl))
+
+	// Town changes strategy, tags goes, name and email come.
+	town := indexByName("town")
+	town.Strategy = it.FullCopy
+	tbl = openWith(t, s, town, indexByName("name"), indexByName("email"))
+	st = statusOf(t, tbl)
+	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2}, st["town"])
+	require.Equal(t, it.IndexWriteOnly, st["name"].State)
+	require.Equal(t, it.IndexWriteOnly, st["email"].State)
+	require.Empty(t, indexNames(t, s), "the old definitions' entries are gone")
+	for _, name := range []string{"town", "name", "email"} {
+		_, _, err := tbl.FindPage(ctx, it.Query{Index: name, Limit: 1})
+		require.ErrorIs(t, err, it.ErrIndexNotReadable)
+		assert.Contains(t, err.Error(), "write-only")
+		_, err = tbl.Count(ctx, it.Query{Index: name})
+		require.ErrorIs(t, err, it.ErrIndexNotReadable)
+	}
+
+	// Writes maintain write-only indexes while they wait for Build.
+	p := person{ID: 100, Name: "late", Town: "Seattle", Email: "late@e"}
+	_, err := tbl.Insert(ctx, p)
+	require.NoError(t, err)
+	model[100] = p
+	var progress []it.BuildProgress
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{ChunkSize: 6, Progress: func(p it.BuildProgress) { progress = append(progress, p) }}))
+	st = statusOf(t, tbl)
+	for _, name := range []string{"town", "name", "email"} {
+		require.Equal(t, it.IndexReadable, st[name].State, name)
+		require.Equal(t, int64(21), st[name].Done)
+		require.Equal(t, int64(21), st[name].Total)
+		if name != "town" {
+			checkIndex(t, tbl, model, name, nil)
+		}
+	}
+	var wantTown []person // a full copy now: covered reads return all
+	for _, e := range modelScan("town", model, nil) {
+		wantTown = append(wantTown, e.p)
+	}
+	require.Equal(t, normalize(wantTown), normalize(collect(t, tbl, it.Query{Index: "town", Covered: true})))
+	require.Len(t, progress, 3*(4+1)) // four chunks and the flip, per index
+	last := progress[len(progress)-1]
+	require.Equal(t, it.BuildProgress{Index: "email", Done: 21, Total: 21, Readable: true}, last)
+
+	// A computed key is rebuilt when its Version changes.
+	parity := indexByName("score_parity")
+	tbl = openWith(t, s, parity)
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	tbl = openWith(t, s, parity)
+	require.Equal(t, int64(1), statusOf(t, tbl)["score_parity"].Generation)
+	parity.Version = 2
+	tbl = openWith(t, s, parity)
+	require.Equal(t, it.IndexStatus{Name: "score_parity", State: it.IndexWriteOnly, Generation: 2}, statusOf(t, tbl)["score_parity"])
+}
+
+// TestReadableStateReachesOtherTables checks that a table opened before a
+// build finished elsewhere reads the index once it is readable.
+func TestReadableStateReachesOtherTables(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openWith(t, s)
+	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R"})
+	require.NoError(t, err)
+	a := openWith(t, s, indexByName("town"))
+	b := openWith(t, s, indexByName("town"))
+	_, err = b.Count(ctx, it.Query{Index: "town"})
+	require.ErrorIs(t, err, it.ErrIndexNotReadable)
+	require.NoError(t, a.Build(ctx, it.BuildOptions{}))
+	n, err := b.Count(ctx, it.Query{Index: "town"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+func TestDisableAndEnableIndex(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openWith(t, s, indexByName("town"), indexByName("name"))
+	model := map[int]person{}
+	for i := range 10 {
+		p := person{ID: i, Town: towns[i%3], Name: "x"}
+		_, err := tbl.Insert(ctx, p)
+		require.NoError(t, err)
+		model[i] = p
+	}
+	require.NoError(t, tbl.DisableIndex(ctx, "town"))
+	require.Equal(t, map[string]int{"name@1": 10}, indexNames(t, s))
+	_, err := tbl.Count(ctx, it.Query{Index: "town"})
+	require.ErrorIs(t, err, it.ErrIndexNotReadable)
+	assert.Contains(t, err.Error(), "disabled")
+
+	// Disabled: not maintained.
+	_, err = tbl.Update(ctx, person{ID: 1, Town: "Elsewhere", Name: "x"})
+	require.NoError(t, err)
+	model[1] = person{ID: 1, Town: "Elsewhere", Name: "x"}
+	require.Equal(t, map[string]int{"name@1": 10}, indexNames(t, s))
+
+	// The disabled state survives reopening.
+	tbl = openWith(t, s, indexByName("town"), indexByName("name"))
+	require.Equal(t, it.IndexDisabled, statusOf(t, tbl)["town"].State)
+
+	require.NoError(t, tbl.EnableIndex(ctx, "town"))
+	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2}, statusOf(t, tbl)["town"])
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	checkIndex(t, tbl, model, "town", nil)
+	require.ErrorIs(t, tbl.DisableIndex(ctx, "nope"), it.ErrInvalidSchema)
+}
+
+func TestBuildStopsAtAUniqueViolation(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openWith(t, s)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, person{ID: i, Email: fmt.Sprint(i%9, "@e")})
+		require.NoError(t, err)
+	}
+	tbl = openWith(t, s, indexByName("email"))
+	err := tbl.Build(ctx, it.BuildOptions{ChunkSize: 4})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	assert.Contains(t, err.Error(), "0@e")
+	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["email"].State)
+
+	// Within one chunk too.
+	s = it.NewMemoryStore()
+	tbl = openWith(t, s)
+	for i := range 3 {
+		_, err := tbl.Insert(ctx, person{ID: i, Email: "same"})
+		require.NoError(t, err)
+	}
+	tbl = openWith(t, s, indexByName("email"))
+	err = tbl.Build(ctx, it.BuildOptions{})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	assert.True(t, strings.Contains(err.Error(), "[0] and [1]"), err.Error())
+}

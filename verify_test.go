@@ -1,0 +1,97 @@
+package indextable_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+)
+
+func mustKey(t testing.TB, elems ...any) []byte {
+	t.Helper()
+	k, err := it.EncodeTuple(elems...)
+	require.NoError(t, err)
+	return k
+}
+
+func TestVerifyFindsAndRepairsDrift(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openWith(t, s, indexByName("town"), indexByName("town_name"), indexByName("email"))
+	for _, p := range []person{
+		{ID: 1, Town: "R", Name: "A", Email: "a"},
+		{ID: 2, Town: "S", Name: "B", Email: "b"},
+		{ID: 3, Town: "R", Name: "C"},
+	} {
+		_, err := tbl.Insert(ctx, p)
+		require.NoError(t, err)
+	}
+	rep := requireNoDrift(t, tbl)
+	require.Equal(t, int64(3), rep.Records)
+	require.Equal(t, int64(3+3+2), rep.Entries)
+
+	// Damage the index tables, and record 3 behind the table's back.
+	stale, err := json.Marshal(person{ID: 2, Town: "S", Name: "B", Email: "b", Note: "old"})
+	require.NoError(t, err)
+	rec3, err := json.Marshal(person{ID: 3, Town: "R", Name: "C", Email: "a"})
+	require.NoError(t, err)
+	var b it.Batch
+	b.Delete(mustKey(t, "people", 1, "town", 1, "R", 1))              // missing
+	b.Put(mustKey(t, "people", 1, "town_name", 1, "S", "B", 2), stale) // stale copy
+	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 3), nil)             // stale key
+	b.Put(mustKey(t, "people", 1, "town", 1, "R", 99), nil)            // dangling
+	b.Put(mustKey(t, "people", 0, 3), append(binary.AppendUvarint(nil, 7), rec3...))
+	require.NoError(t, s.Apply(ctx, &b))
+
+	var phases []string
+	opts := it.VerifyOptions{ChunkSize: 2, Progress: func(p it.VerifyProgress) {
+		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+			phases = append(phases, p.Phase)
+		}
+		assert.LessOrEqual(t, p.Done, p.Total)
+	}}
+	rep, err = tbl.Verify(ctx, opts)
+	require.NoError(t, err)
+	// Record 3's email is record 1's; its full copy in town_name is stale.
+	want := map[it.DriftKind]int{it.DriftMissing: 1, it.DriftStale: 3, it.DriftDangling: 1, it.DriftUniqueViolation: 1}
+	require.Equal(t, want, rep.Drift, "%v", rep.Samples)
+	require.Equal(t, []string{"records", "town", "town_name", "email"}, phases)
+	require.Contains(t, rep.Samples, it.Drift{Kind: it.DriftDangling, Index: "town", Key: it.Tuple{"R"}, PrimaryKey: it.Tuple{int64(99)}})
+	require.Contains(t, rep.Samples, it.Drift{Kind: it.DriftUniqueViolation, Index: "email", Key: it.Tuple{"a"}, PrimaryKey: it.Tuple{int64(3)}})
+	rep, err = tbl.Verify(ctx, it.VerifyOptions{MaxSamples: 2})
+	require.NoError(t, err)
+	require.Len(t, rep.Samples, 2)
+	require.Equal(t, 6, rep.Total())
+
+	rep, err = tbl.Repair(ctx, opts)
+	require.NoError(t, err)
+	require.Equal(t, 5, rep.Repaired)
+	rep, err = tbl.Verify(ctx, it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Equal(t, map[it.DriftKind]int{it.DriftUniqueViolation: 1}, rep.Drift, "Repair leaves only what it cannot choose")
+
+	model := map[int]person{1: {ID: 1, Town: "R", Name: "A", Email: "a"}, 2: {ID: 2, Town: "S", Name: "B", Email: "b"}, 3: {ID: 3, Town: "R", Name: "C", Email: "a"}}
+	checkIndex(t, tbl, model, "town", nil)
+	checkIndex(t, tbl, model, "town_name", nil)
+}
+
+// TestVerifySkipsQueuedChanges: a record whose changes are still queued is
+// late, not drifted.
+func TestVerifySkipsQueuedChanges(t *testing.T) {
+	ctx := context.Background()
+	tbl := openWith(t, it.NewMemoryStore(), eventualIndexes(personIndexes())...)
+	for i := range 5 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: "R", Email: string(rune('a' + i))})
+		require.NoError(t, err)
+	}
+	rep := requireNoDrift(t, tbl)
+	require.Equal(t, 5, rep.Pending)
+	catchUp(t, tbl)
+	rep = requireNoDrift(t, tbl)
+	require.Zero(t, rep.Pending)
+}
