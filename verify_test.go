@@ -41,7 +41,7 @@ func TestVerifyFindsAndRepairsDrift(t *testing.T) {
 	rec3, err := json.Marshal(person{ID: 3, Town: "R", Name: "C", Email: "a"})
 	require.NoError(t, err)
 	var b it.Batch
-	b.Delete(mustKey(t, "people", 1, "town", 1, "R", 1))              // missing
+	b.Delete(mustKey(t, "people", 1, "town", 1, "R", 1))               // missing
 	b.Put(mustKey(t, "people", 1, "town_name", 1, "S", "B", 2), stale) // stale copy
 	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 3), nil)             // stale key
 	b.Put(mustKey(t, "people", 1, "town", 1, "R", 99), nil)            // dangling
