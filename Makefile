@@ -30,3 +30,4 @@ lint:
 examples:
 	$(GO) run ./examples/customers
 	$(GO) run ./examples/movies
+	$(GO) run ./examples/lifecycle

@@ -1,0 +1,144 @@
+// Command lifecycle shows how index tables are kept up: an index added to a
+// table that already holds records is built online while writes go on, an
+// eventual index follows writes through the table's durable queue and a
+// maintainer, and Verify checks the result.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/indextable/indextable"
+)
+
+// Customer is a record of the fact table.
+type Customer struct {
+	ID       int
+	LastName string
+	Town     string
+}
+
+var (
+	towns = []string{"Redmond", "Seattle", "Bellevue", "Kirkland"}
+	names = []string{"Smith", "Jones", "Chen", "Patel", "Brown", "Adams"}
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context) error {
+	store := indextable.NewMemoryStore()
+	defer store.Close()
+	schema := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}}
+
+	// A table without indexes, with 20,000 customers.
+	table, err := indextable.Open(ctx, store, schema)
+	if err != nil {
+		return err
+	}
+	for i := range 20000 {
+		c := Customer{ID: i, LastName: names[i%len(names)], Town: towns[i%len(towns)]}
+		if _, err := table.Insert(ctx, c); err != nil {
+			return err
+		}
+	}
+
+	// Reopened with two indexes: the catalog sees they are new, and they
+	// start write-only, because the table holds records.
+	schema.Indexes = []indextable.Index[Customer]{
+		{Name: "town_lastname", Fields: []string{"Town", "LastName"}},
+		{Name: "lastname", Fields: []string{"LastName"}, Consistency: indextable.Eventual},
+	}
+	if table, err = indextable.Open(ctx, store, schema); err != nil {
+		return err
+	}
+	printStatus(ctx, table)
+	_, err = table.Count(ctx, indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}})
+	fmt.Printf("A query before the build: %v\n\n", err)
+
+	// Build them online, with a progress bar, while a writer moves
+	// customers to Seattle.
+	writerDone := make(chan error)
+	go func() {
+		for i := 0; i < 20000; i += 10 {
+			if _, err := table.Update(ctx, Customer{ID: i, LastName: "Moved", Town: "Seattle"}); err != nil {
+				writerDone <- err
+				return
+			}
+		}
+		writerDone <- nil
+	}()
+	err = table.Build(ctx, indextable.BuildOptions{ChunkSize: 1000, Progress: func(p indextable.BuildProgress) {
+		switch {
+		case p.Readable:
+			fmt.Printf("build %-13s readable\n", p.Index)
+		case p.Done%5000 == 0:
+			bar := strings.Repeat("#", int(min(20*p.Done/max(p.Total, 1), 20)))
+			fmt.Printf("build %-13s [%-20s] %d of %d records\n", p.Index, bar, p.Done, p.Total)
+		}
+	}})
+	if err := errors.Join(err, <-writerDone); err != nil {
+		return err
+	}
+	fmt.Println()
+	printStatus(ctx, table)
+
+	// The eventual index follows writes through the queue: these renames
+	// are pending until a maintainer applies them, and meanwhile reads of
+	// the index check its entries against the records.
+	for i := 1; i < 20000; i += 20 {
+		if _, err := table.Update(ctx, Customer{ID: i, LastName: "Renamed", Town: towns[i%len(towns)]}); err != nil {
+			return err
+		}
+	}
+	lag, err := table.Lag(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Queued changes for the eventual index: %d\n", lag.Pending)
+	n, err := table.Count(ctx, indextable.Query{Index: "lastname", Eq: indextable.Tuple{"Renamed"}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Customers named Renamed, before the maintainer runs: %d\n", n)
+
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	maintainer := make(chan error)
+	go func() { maintainer <- table.RunMaintainer(run, indextable.MaintainerOptions{}) }()
+	if err := table.WaitIndexed(ctx); err != nil {
+		return err
+	}
+	stop()
+	if err := <-maintainer; !errors.Is(err, context.Canceled) {
+		return err
+	}
+	n, err = table.Count(ctx, indextable.Query{Index: "lastname", Eq: indextable.Tuple{"Renamed"}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Customers named Renamed, after WaitIndexed: %d\n\n", n)
+
+	rep, err := table.Verify(ctx, indextable.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Verify: %d records and %d index entries read, %d findings\n", rep.Records, rep.Entries, rep.Total())
+	return nil
+}
+
+func printStatus(ctx context.Context, table *indextable.Table[Customer]) {
+	status, err := table.IndexStatus(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range status {
+		fmt.Printf("index %-13s %-10v generation %d\n", s.Name, s.State, s.Generation)
+	}
+}
