@@ -17,12 +17,22 @@
 // tuple encoding, so "everyone in Redmond" is one contiguous range of the
 // index, in LastName order. An index may be unique, sparse or multi-valued.
 //
-// A Table keeps its index tables consistent with the fact table: every write
-// goes to the Store as one atomic Batch holding the record, the index
-// entries that change, and the expectations that guard against concurrent
-// writers. Any ordered key/value store can sit underneath by implementing
-// Store; MemoryStore, an in-memory B-tree, is the default, and package
-// storetest checks a Store implementation.
+// A Table keeps its index tables consistent with the fact table. For a
+// Synchronous index, every write goes to the Store as one atomic Batch
+// holding the record, the index entries that change, and the expectations
+// that guard against concurrent writers. For an Eventual index (and for
+// any write too big for the store's atomicity scope) the write commits the
+// record with a change record in a durable queue, and a maintainer
+// (Table.RunMaintainer) applies it; Table.WaitIndexed waits for it. Any
+// ordered key/value store can sit underneath by implementing Store;
+// MemoryStore, an in-memory B-tree, is the default, and package storetest
+// checks a Store implementation.
+//
+// Index definitions are kept in a catalog in the store: reopening a table
+// with a new, changed or removed index is detected, and a new index on a
+// table that holds records is write-only until Table.Build fills it in,
+// online. Table.Verify reports how index tables drifted from the fact table
+// and Table.Repair fixes it.
 //
 // Indexes are not free: each costs space and work on every write. An index
 // is seldom worth keeping when the data changes far more often than it is
