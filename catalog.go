@@ -15,8 +15,9 @@ import (
 //
 // Open compares the schema with the catalog. An index the catalog does not
 // know is new; one whose definition changed (fields, their types, strategy,
-// projection, Unique, Sparse, MultiValued, Version) is replaced; one the
-// schema no longer declares is dropped and its entries deleted. Each
+// projection, Unique, Sparse, MultiValued, Consistency, Version) is
+// replaced; one the schema no longer declares is dropped and its entries
+// deleted. Each
 // definition of an index gets its own generation of keys, so a replaced
 // definition starts from an empty key range and never reads the entries of
 // the old one. A new or replaced index starts write-only (readable at once
@@ -136,7 +137,7 @@ func asInt(v any) (int64, bool) {
 // decides its entries. A Key func cannot be compared; its Version stands in
 // for it.
 func (ix *indexTable) definitionFingerprint(spec indexDefinition) uint64 {
-	parts := []any{spec.name, spec.key, int64(spec.strategy), spec.unique, spec.sparse, spec.multi, spec.version}
+	parts := []any{spec.name, spec.key, int64(spec.strategy), spec.unique, spec.sparse, spec.multi, spec.eventual, spec.version}
 	for _, f := range ix.fields {
 		parts = append(parts, f.name, f.typ.String())
 	}
@@ -159,6 +160,7 @@ type indexDefinition struct {
 	key                   bool // a Key func
 	strategy              Strategy
 	unique, sparse, multi bool
+	eventual              bool
 	version               int64
 }
 

@@ -205,3 +205,26 @@ func TestBuildStopsAtAUniqueViolation(t *testing.T) {
 	require.ErrorIs(t, err, it.ErrUniqueViolation)
 	assert.True(t, strings.Contains(err.Error(), "[0] and [1]"), err.Error())
 }
+
+// TestConsistencyChangeRebuilds switches an index from eventual to
+// synchronous while changes are queued: the index is rebuilt, so the
+// queued changes cannot be lost.
+func TestConsistencyChangeRebuilds(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	town := indexByName("town")
+	town.Consistency = it.Eventual
+	tbl := openWith(t, s, town)
+	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R"})
+	require.NoError(t, err)
+	catchUp(t, tbl)
+	_, err = tbl.Update(ctx, person{ID: 1, Town: "S"})
+	require.NoError(t, err)
+
+	tbl = openWith(t, s, indexByName("town"))
+	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2}, statusOf(t, tbl)["town"])
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	catchUp(t, tbl)
+	checkIndex(t, tbl, map[int]person{1: {ID: 1, Town: "S"}}, "town", nil)
+	requireNoDrift(t, tbl)
+}

@@ -148,7 +148,7 @@ func compileIndex[T any](rt reflect.Type, spec Index[T]) (*indexTable, error) {
 	}
 	ix.fingerprint = ix.definitionFingerprint(indexDefinition{
 		name: spec.Name, key: spec.Key != nil, strategy: spec.Strategy,
-		unique: spec.Unique, sparse: spec.Sparse, multi: spec.MultiValued, version: int64(spec.Version),
+		unique: spec.Unique, sparse: spec.Sparse, multi: spec.MultiValued, eventual: ix.eventual, version: int64(spec.Version),
 	})
 	return ix, nil
 }
