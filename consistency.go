@@ -115,9 +115,12 @@ func decodeChange(key, value []byte) (change, error) {
 // enqueue adds to b the change record of a write to the record with encoded
 // primary key pk, whose fact value was before (existed false: none).
 func (t *Table[T]) enqueue(b *Batch, pk, before []byte, existed bool, scope byte) {
-	key := append(make([]byte, 0, len(t.queueSpace)+len(pk)+9), t.queueSpace...)
-	key = appendInt(append(key, pk...), rand.Int64())
-	b.Put(key, encodeChange(make([]byte, 0, 16+len(before)), time.Now(), scope, before, existed))
+	// The key and the value share one allocation.
+	buf := make([]byte, 0, len(t.queueSpace)+len(pk)+9+16+len(before))
+	buf = appendInt(append(append(buf, t.queueSpace...), pk...), rand.Int64())
+	n := len(buf)
+	buf = encodeChange(buf, time.Now(), scope, before, existed)
+	b.Put(buf[:n:n], buf[n:])
 }
 
 // queueing reports whether writes must queue changes for Eventual indexes.

@@ -244,7 +244,11 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 		opt(&o)
 	}
 	pk := factKey[len(t.factSpace):]
-	b := Batch{ops: make([]Op, 0, 2+2*len(newEntries))}
+	ops := 2 + 2*len(newEntries) // the record, its guard, the entries and theirs
+	if t.indexes.queueing() {
+		ops++ // a change record
+	}
+	b := Batch{ops: make([]Op, 0, ops)}
 	for attempt := 1; ; attempt++ {
 		oldValue, err := t.store.Get(ctx, factKey)
 		exists := err == nil
