@@ -257,7 +257,7 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 	applied := 0
 	var after []byte
 	for {
-		r := ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace), After: after, Limit: o.BatchSize}
+		r := ScanRange{Start: t.queueSpace, End: t.queueEnd, After: after, Limit: o.BatchSize}
 		var groups []changeGroup
 		read := 0
 		for e, err := range t.store.Scan(ctx, r) {
@@ -525,7 +525,7 @@ type Lag struct {
 func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 	var l Lag
 	var oldest time.Time
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace)}) {
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
 			return Lag{}, err
 		}
@@ -549,7 +549,7 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 // done.
 func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 	var keys [][]byte
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace)}) {
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
 			return err
 		}
@@ -601,7 +601,7 @@ func (t *Table[T]) mayBeStale(ix *indexTable) bool {
 // against its fact record (one GetMany per chunk, as for a normalized
 // index) and an entry the record no longer owns is skipped.
 func (t *Table[T]) queueEmpty(ctx context.Context) (bool, error) {
-	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace), Limit: 1}) {
+	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: 1}) {
 		if err != nil {
 			return false, err
 		}

@@ -356,3 +356,40 @@ func catchUp[T any](t testing.TB, tbl *it.Table[T]) {
 	}
 	t.Fatal("the queue does not drain")
 }
+
+// TestOverlappingMaintainers runs three maintainers over the whole queue
+// (no partitioning) while writers write: on a store with unbounded
+// atomicity each record's changes apply in one conditional batch, so the
+// overlap only wastes work.
+func TestOverlappingMaintainers(t *testing.T) {
+	ctx := context.Background()
+	tbl := openWith(t, it.NewMemoryStore(), eventualIndexes(personIndexes())...)
+	run, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.ErrorIs(t, tbl.RunMaintainer(run, it.MaintainerOptions{BatchSize: 5}), context.Canceled)
+		}()
+	}
+	var writers sync.WaitGroup
+	for w := range 3 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 300 {
+				p := randomPerson(r, r.IntN(30), names)
+				p.Email = ""
+				_, err := tbl.Upsert(ctx, p)
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	writers.Wait()
+	require.NoError(t, tbl.WaitIndexed(ctx))
+	stop()
+	wg.Wait()
+	requireNoDrift(t, tbl)
+}

@@ -286,3 +286,74 @@ func BenchmarkVerify(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEventualRead measures what the stale check costs a read of an
+// eventual full-copy index: a lookup (one record) and a 100-record range,
+// on a Synchronous index (the baseline), on an Eventual one with an empty
+// queue (the check is one Scan of the queue, limit 1), and on an Eventual
+// one with a change pending (every result is then fetched from the fact
+// table and checked, as a normalized read does).
+func BenchmarkEventualRead(b *testing.B) {
+	ctx := context.Background()
+	fullCopy := func(c it.Consistency) []it.Index[Customer] {
+		ix := lifecycleIndexes(c)
+		for i := range ix {
+			ix[i].Strategy = it.FullCopy
+		}
+		return ix
+	}
+	base, towns := benchBase(), benchTownNames()
+	for _, m := range []struct {
+		name    string
+		c       it.Consistency
+		pending bool
+	}{
+		{"synchronous", it.Synchronous, false},
+		{"eventual-empty-queue", it.Eventual, false},
+		{"eventual-change-pending", it.Eventual, true},
+	} {
+		var tbl *it.Table[Customer]
+		setup := func(b *testing.B) {
+			if tbl != nil {
+				return
+			}
+			tbl = openLoaded(b, fullCopy(m.c))
+			if m.pending { // a change to a record no query reads
+				c := base[0]
+				c.Town = "Nowhere"
+				if _, err := tbl.Upsert(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		read := func(b *testing.B, q it.Query, want int) {
+			n := 0
+			for _, err := range tbl.Find(ctx, q) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			if n != want {
+				b.Fatalf("%+v read %d records, want %d", q, n, want)
+			}
+		}
+		b.Run(m.name+"/lookup", func(b *testing.B) {
+			setup(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				c := base[1+i%(benchRecords-1)]
+				read(b, it.Query{Index: "town_lastname", Eq: it.Tuple{c.Town, c.LastName}}, 1)
+			}
+		})
+		b.Run(m.name+"/range100", func(b *testing.B) {
+			setup(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				read(b, it.Query{Index: "town_lastname", Eq: it.Tuple{towns[i%benchTowns]}, Limit: 100}, 100)
+			}
+		})
+	}
+}

@@ -76,6 +76,7 @@ type Table[T any] struct {
 	prefix     []byte // of every key of the table
 	factSpace  []byte
 	queueSpace []byte
+	queueEnd   []byte // tupleEnd(queueSpace)
 	indexes    indexManager
 	readers    sync.Pool     // *reader[T], to reuse read buffers
 	wake       chan struct{} // a change was queued: wakes a maintainer
@@ -107,6 +108,7 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	t.prefix = appendString(nil, schema.Name)
 	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
 	t.queueSpace = appendInt(bytes.Clone(t.prefix), spaceQueue)
+	t.queueEnd = tupleEnd(t.queueSpace)
 	for i, name := range schema.PrimaryKey {
 		for _, prev := range schema.PrimaryKey[:i] {
 			if prev == name {

@@ -145,7 +145,7 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 			v.indexes = append(v.indexes, ix)
 		}
 	}
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: tupleEnd(t.queueSpace)}) {
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
 			return nil, err
 		}
