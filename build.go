@@ -136,18 +136,7 @@ func (t *Table[T]) claimUnique(ctx context.Context, b *Batch, claimed map[string
 			ErrUniqueViolation, en.ix.name, k, decodeForError(other), decodeForError(pk))
 	}
 	claimed[string(en.key)] = pk
-	held, err := t.store.Get(ctx, en.key)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		b.ExpectAbsent(en.key)
-	case err != nil:
-		return err
-	case !sameOwner(en.ix, en.key, held, en.value):
-		return uniqueViolation(en.ix, en.key, held)
-	default:
-		b.ExpectValue(en.key, held)
-	}
-	return nil
+	return guardUnique(ctx, t.store, b, en)
 }
 
 // countRange counts the keys of a space.

@@ -140,3 +140,33 @@ func TestBuildResumesAfterACrash(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteOnlyUniqueIndexKeepsOtherRecordsKeys: while a unique index is
+// built, a record the build has not reached gives up a key that a record
+// behind the cursor took meanwhile; the key stays the latter's.
+func TestWriteOnlyUniqueIndexKeepsOtherRecordsKeys(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	plain := openWith(t, s)
+	for _, p := range []person{{ID: 1}, {ID: 2}, {ID: 5, Email: "a"}} {
+		_, err := plain.Insert(ctx, p)
+		require.NoError(t, err)
+	}
+	tbl := openWith(t, s, indexByName("email"))
+	once := false
+	err := tbl.Build(ctx, it.BuildOptions{ChunkSize: 1, Progress: func(p it.BuildProgress) {
+		if once || p.Done != 2 {
+			return
+		}
+		once = true
+		_, err := tbl.Insert(ctx, person{ID: 0, Email: "a"}) // behind the cursor: "a" looks free
+		require.NoError(t, err)
+		_, err = tbl.Update(ctx, person{ID: 5, Email: "b"}) // ahead of it: gives "a" up
+		require.NoError(t, err)
+	}})
+	require.NoError(t, err)
+	requireNoDrift(t, tbl)
+	require.Equal(t, []person{{ID: 0, Email: "a"}}, collect(t, tbl, it.Query{Index: "email", Eq: it.Tuple{"a"}}))
+	_, err = tbl.Insert(ctx, person{ID: 9, Email: "a"})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+}

@@ -45,6 +45,10 @@ const (
 	IndexDisabled
 )
 
+// indexDropped marks the catalog entry of an index the schema removed: a
+// tombstone that keeps its last generation.
+const indexDropped IndexState = -1
+
 func (s IndexState) String() string {
 	switch s {
 	case IndexWriteOnly:
@@ -80,7 +84,7 @@ type catalogEntry struct {
 
 const catalogFormat = 1
 
-func (c *catalogEntry) encode() []byte {
+func (c catalogEntry) encode() []byte {
 	var cursor any
 	if c.cursor != nil {
 		cursor = c.cursor
@@ -114,7 +118,7 @@ func decodeCatalogEntry(b []byte) (catalogEntry, error) {
 		c.done, _ = asInt(t[5])
 		c.total, _ = asInt(t[6])
 		ok = ok && format == catalogFormat && (okCursor || t[4] == nil) &&
-			c.state >= IndexWriteOnly && c.state <= IndexDisabled && c.gen > 0
+			(c.state >= IndexWriteOnly && c.state <= IndexDisabled || c.state == indexDropped) && c.gen > 0
 	}
 	if !ok {
 		return catalogEntry{}, fmt.Errorf("%w: catalog entry %v", ErrCodec, t)
@@ -195,10 +199,10 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 			return err
 		}
 		name, _, err := DecodeElement(e.Key[len(space):])
-		if err != nil {
+		s, ok := name.(string)
+		if err != nil || !ok {
 			return fmt.Errorf("%w: catalog key %q", ErrCodec, e.Key)
 		}
-		s, _ := name.(string)
 		stored[s] = bytes.Clone(e.Value)
 	}
 	empty := true
@@ -213,56 +217,56 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 		fresh = IndexReadable
 	}
 	var b Batch
-	var drop [][]byte // key ranges to delete, as start, end pairs
+	gens := map[string]int64{} // every generation below is garbage
 	for _, ix := range t.indexes.indexes {
 		key := catalogKey(t.prefix, ix.name)
-		old, known := stored[ix.name]
-		delete(stored, ix.name)
 		next := catalogEntry{fingerprint: ix.fingerprint, gen: 1, state: fresh}
-		if known {
+		if old, known := stored[ix.name]; known {
 			c, err := decodeCatalogEntry(old)
 			if err != nil {
 				return fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
 			}
-			if c.fingerprint == ix.fingerprint {
-				ix.place(t.prefix, c.gen)
-				ix.state.Store(int32(c.state))
-				continue
+			if c.state != indexDropped && c.fingerprint == ix.fingerprint {
+				next = c
+			} else {
+				next.gen = c.gen + 1
+				b.ExpectValue(key, old)
+				b.Put(key, next.encode())
 			}
-			ix.place(t.prefix, c.gen)
-			drop = append(drop, ix.prefix, tupleEnd(ix.prefix))
-			next.gen = c.gen + 1
-			b.ExpectValue(key, old)
 		} else {
 			b.ExpectAbsent(key)
+			b.Put(key, next.encode())
 		}
+		delete(stored, ix.name)
 		ix.place(t.prefix, next.gen)
 		ix.state.Store(int32(next.state))
-		b.Put(key, next.encode())
+		gens[ix.name] = next.gen
 	}
+	// A removed index leaves a tombstone, so that its generations are
+	// never reused: entries a crash left behind cannot come back.
 	for name, old := range stored {
 		c, err := decodeCatalogEntry(old)
 		if err != nil {
 			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
 		}
-		gone := &indexTable{name: name}
-		gone.place(t.prefix, c.gen)
-		drop = append(drop, gone.prefix, tupleEnd(gone.prefix))
-		key := catalogKey(t.prefix, name)
-		b.ExpectValue(key, old)
-		b.Delete(key)
+		gens[name] = c.gen + 1
+		if c.state != indexDropped {
+			key := catalogKey(t.prefix, name)
+			b.ExpectValue(key, old)
+			b.Put(key, catalogEntry{gen: c.gen, state: indexDropped}.encode())
+		}
 	}
-	if b.Len() == 0 {
-		return nil
+	if b.Len() > 0 {
+		if err := t.store.Apply(ctx, &b); err != nil {
+			return err
+		}
 	}
-	// Record the new catalog first: from then on no reader uses the dropped
-	// generations, and deleting them can go on in pieces.
-	if err := t.store.Apply(ctx, &b); err != nil {
-		return err
-	}
-	for i := 0; i < len(drop); i += 2 {
-		if err := deleteRange(ctx, t.store, drop[i], drop[i+1]); err != nil {
-			return fmt.Errorf("table %q: drop old index entries: %w", t.name, err)
+	// The catalog no longer names older generations: delete what is left
+	// of them (usually nothing, one empty scan each).
+	for name, gen := range gens {
+		start := appendString(appendInt(bytes.Clone(t.prefix), spaceIndex), name)
+		if err := deleteRange(ctx, t.store, start, appendInt(bytes.Clone(start), gen)); err != nil {
+			return fmt.Errorf("table %q: drop old entries of index %q: %w", t.name, name, err)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/faultstore"
 )
 
 func indexByName(name string) it.Index[person] {
@@ -227,4 +228,32 @@ func TestConsistencyChangeRebuilds(t *testing.T) {
 	catchUp(t, tbl)
 	checkIndex(t, tbl, map[int]person{1: {ID: 1, Town: "S"}}, "town", nil)
 	requireNoDrift(t, tbl)
+}
+
+// TestDroppedGenerationsAreNeverReused: a crash after the catalog dropped
+// an index but before its entries were deleted; the index comes back
+// later, at a new generation, and the old entries are gone.
+func TestDroppedGenerationsAreNeverReused(t *testing.T) {
+	ctx := context.Background()
+	mem := it.NewMemoryStore()
+	town := indexByName("town_name")
+	tbl := openWith(t, mem, town)
+	for i := range 3 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: "R", Name: fmt.Sprint("n", i)})
+		require.NoError(t, err)
+	}
+	fs := faultstore.New(mem)
+	fs.CrashAt(faultstore.Apply, 2, false) // the catalog applies, the deletion does not
+	_, err := it.Open(ctx, fs, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}})
+	require.ErrorIs(t, err, faultstore.ErrCrashed)
+	require.Equal(t, map[string]int{"town_name@1": 3}, indexNames(t, mem))
+
+	plain := openWith(t, mem) // the restart finishes the drop
+	require.Empty(t, indexNames(t, mem))
+	require.NoError(t, plain.Delete(ctx, it.Tuple{1}))
+	again := openWith(t, mem, town)
+	require.Equal(t, int64(2), statusOf(t, again)["town_name"].Generation)
+	require.NoError(t, again.Build(ctx, it.BuildOptions{}))
+	require.Len(t, collect(t, again, it.Query{Index: "town_name", Eq: it.Tuple{"R"}}), 2)
+	requireNoDrift(t, again)
 }

@@ -178,6 +178,12 @@ type MaintainerOptions struct {
 	// Logger receives store errors and the changes that cannot be applied;
 	// nil logs nothing.
 	Logger *slog.Logger
+	// LeaseTTL is how long a maintainer's hold on its partition lasts
+	// between renewals (one per BatchSize changes), on a store with
+	// bounded atomicity; 0 means 30s. See RunMaintainer.
+	LeaseTTL time.Duration
+
+	owner uint64 // identifies this maintainer in its lease
 }
 
 func (o *MaintainerOptions) defaults() error {
@@ -195,6 +201,12 @@ func (o *MaintainerOptions) defaults() error {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.owner == 0 {
+		o.owner = rand.Uint64() | 1
 	}
 	return nil
 }
@@ -215,6 +227,8 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 		}
 		var wait time.Duration
 		switch {
+		case errors.Is(err, errLeaseHeld):
+			wait = opts.MaxIdle // another maintainer has the partition
 		case err != nil:
 			backoff = min(max(2*backoff, 10*time.Millisecond), opts.MaxBackoff)
 			wait = backoff/2 + rand.N(backoff/2+1)
@@ -254,9 +268,22 @@ func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (in
 }
 
 func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int, error) {
+	var l *lease
+	if bounded(t.store.Atomicity()) {
+		var err error
+		if l, err = t.acquireLease(ctx, o); err != nil {
+			return 0, err
+		}
+		defer t.releaseLease(l)
+	}
 	applied := 0
 	var after []byte
 	for {
+		if l != nil && after != nil {
+			if err := t.renewLease(ctx, l, o); err != nil {
+				return applied, err
+			}
+		}
 		r := ScanRange{Start: t.queueSpace, End: t.queueEnd, After: after, Limit: o.BatchSize}
 		var groups []changeGroup
 		read := 0
@@ -267,15 +294,16 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 			read++
 			after = append(after[:0], e.Key...)
 			pk, err := t.changePK(e.Key)
-			if err != nil {
-				return applied, err
-			}
-			if o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition {
+			if err == nil && o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition {
 				continue
 			}
-			c, err := decodeChange(bytes.Clone(e.Key), bytes.Clone(e.Value))
-			if err != nil {
-				return applied, err
+			var c change
+			if err == nil {
+				c, err = decodeChange(bytes.Clone(e.Key), bytes.Clone(e.Value))
+			}
+			if err != nil { // it blocks nothing but itself
+				o.logError(ctx, "indextable: change record cannot be read", t.name, err)
+				continue
 			}
 			if n := len(groups); n > 0 && bytes.Equal(groups[n-1].pk, pk) {
 				groups[n-1].changes = append(groups[n-1].changes, c)
@@ -299,6 +327,69 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 			return applied, nil
 		}
 	}
+}
+
+// errLeaseHeld reports a partition leased to another maintainer.
+var errLeaseHeld = errors.New("leased to another maintainer")
+
+// lease is a maintainer's hold on its partition of the queue, on a store
+// with bounded atomicity, where two maintainers applying one record's
+// changes in pieces could interleave. It is stored under the table's lease
+// space, then Partitions and Partition: the owner (8 bytes) and the expiry
+// (8 bytes, Unix nanoseconds).
+type lease struct{ key, value []byte }
+
+func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lease, error) {
+	key := appendInt(appendInt(appendInt(bytes.Clone(t.prefix), spaceLease), int64(o.Partitions)), int64(o.Partition))
+	held, err := t.store.Get(ctx, key)
+	var b Batch
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b.ExpectAbsent(key)
+	case err != nil:
+		return nil, err
+	case len(held) == 16 && binary.BigEndian.Uint64(held) != o.owner && time.Now().UnixNano() < int64(binary.BigEndian.Uint64(held[8:])):
+		until := time.Unix(0, int64(binary.BigEndian.Uint64(held[8:])))
+		return nil, fmt.Errorf("%w: %w: table %q, partition %d of %d, until %v", ErrConflict, errLeaseHeld, t.name, o.Partition, o.Partitions, until)
+	default:
+		b.ExpectValue(key, held)
+	}
+	l := &lease{key: key, value: o.leaseValue()}
+	b.Put(key, l.value)
+	if err := t.store.Apply(ctx, &b); err != nil {
+		if errors.Is(err, ErrConflict) {
+			err = fmt.Errorf("%w: %w: table %q, partition %d of %d", ErrConflict, errLeaseHeld, t.name, o.Partition, o.Partitions)
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+func (o *MaintainerOptions) leaseValue() []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), o.owner)
+	return binary.BigEndian.AppendUint64(v, uint64(time.Now().Add(o.LeaseTTL).UnixNano()))
+}
+
+// renewLease extends l, or fails if it was lost (it expired and another
+// maintainer took it).
+func (t *Table[T]) renewLease(ctx context.Context, l *lease, o *MaintainerOptions) error {
+	var b Batch
+	b.ExpectValue(l.key, l.value)
+	next := o.leaseValue()
+	b.Put(l.key, next)
+	if err := t.store.Apply(ctx, &b); err != nil {
+		return fmt.Errorf("table %q: renew the maintainer's lease: %w", t.name, err)
+	}
+	l.value = next
+	return nil
+}
+
+// releaseLease gives l up, if it is still held.
+func (t *Table[T]) releaseLease(l *lease) {
+	var b Batch
+	b.ExpectValue(l.key, l.value)
+	b.Delete(l.key)
+	_ = t.store.Apply(context.Background(), &b) // an expired lease is as good
 }
 
 // partitionHash places a record's changes in a maintainer partition.
@@ -349,15 +440,12 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, o *Mai
 	var all Batch
 	for i := range groups {
 		g := &groups[i]
-		if err := t.planGroup(g, keys[i], facts[i]); err != nil {
+		if err := t.planGroup(g, keys[i], facts[i], atom); err != nil {
 			// A record that cannot be decoded blocks only its own changes.
-			if o.Logger != nil {
-				o.Logger.ErrorContext(ctx, "indextable: change cannot be applied", "table", t.name, "record", decodeForError(g.pk), "error", err)
-			}
+			o.logError(ctx, "indextable: change cannot be applied", t.name, fmt.Errorf("record %v: %w", decodeForError(g.pk), err))
 			g.ops = nil
 			continue
 		}
-		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
 		if !g.split {
 			all.ops = append(all.ops, g.ops...)
 		}
@@ -391,27 +479,57 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, o *Mai
 			return 0, err
 		}
 	}
-	for _, g := range groups {
+	for i, g := range groups {
 		if g.ops == nil || !g.split {
 			continue
 		}
-		ok, err := t.applySplit(ctx, g.ops[:g.guard], g.ops[g.guard:])
-		if err != nil {
+		ok, err := t.applySplit(ctx, &g, keys[i], facts[i])
+		switch {
+		case errors.Is(err, ErrInvalidBatch):
+			o.logError(ctx, "indextable: change cannot be applied", t.name, fmt.Errorf("record %v: %w", decodeForError(g.pk), err))
+		case err != nil:
 			return applied, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
-		}
-		if ok {
+		case ok:
 			applied += len(g.changes)
 		}
 	}
 	return applied, nil
 }
 
+func (o *MaintainerOptions) logError(ctx context.Context, msg, table string, err error) {
+	if o.Logger != nil {
+		o.Logger.ErrorContext(ctx, msg, "table", table, "error", err)
+	}
+}
+
 // planGroup computes the batch that applies the changes of g to the record
 // at factKey, whose value is fact (nil: deleted). The batch expects the
 // record as read and every change record, deletes the change records, and
 // makes the index mutations: the expectations and deletions first, the
-// mutations after them, for applySplit.
-func (t *Table[T]) planGroup(g *changeGroup, factKey, fact []byte) error {
+// mutations after them, for applySplit. When the batch does not fit the
+// atomicity scope atom, g is marked split, and its changes are cut to as
+// many as applySplit's guard can remove in one batch; the rest wait for the
+// next pass, which is safe: each pass deletes the entries of the versions
+// its changes name and puts those of the record as it is.
+func (t *Table[T]) planGroup(g *changeGroup, factKey, fact []byte, atom Atomicity) error {
+	for {
+		if err := t.planChanges(g, factKey, fact); err != nil {
+			return err
+		}
+		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
+		// applySplit's guard also expects and removes its marker.
+		guard := append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: factKey, Value: fact}, Op{Kind: OpDelete, Key: factKey})
+		if !g.split || atom.Allows(&Batch{ops: guard}) == nil {
+			return nil
+		}
+		if len(g.changes) == 1 {
+			return fmt.Errorf("one change of the record does not fit the store's atomicity scope: %w", atom.Allows(&Batch{ops: guard}))
+		}
+		g.changes = g.changes[:len(g.changes)/2]
+	}
+}
+
+func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 	scope := byte(0)
 	for _, c := range g.changes {
 		scope |= c.scope
@@ -494,17 +612,40 @@ func (t *Table[T]) factEntries(fact, pk []byte, want func(*indexTable) bool) ([]
 }
 
 // applySplit applies the changes of one record whose index mutations do not
-// fit one batch with its change records: the mutations first, in pieces the
-// store allows, then the removal of the change records, expecting the
-// record unchanged. A crash between the two leaves the change records, and
-// the next pass applies the mutations again; a write in between makes the
-// removal conflict, and its own change record keeps what this pass wrote
-// covered. It reports whether the changes were removed.
-func (t *Table[T]) applySplit(ctx context.Context, guard, mutations []Op) (bool, error) {
-	if err := applyInPieces(ctx, t.store, &Batch{ops: mutations}); err != nil {
+// fit one batch with its change records, in three steps:
+//
+//  1. a marker, a change record whose earlier version is the record as
+//     read, in one batch that expects the record unchanged;
+//  2. the mutations, in pieces the store allows;
+//  3. the removal of the change records and the marker, in one batch that
+//     expects the record unchanged.
+//
+// A crash before step 3 leaves the change records, and the next pass
+// applies the mutations again. A write after step 1 (synchronous ones
+// included, which queue nothing) makes step 3 conflict, and the marker
+// stays, so the next pass deletes what step 2 put for the version it read.
+// It reports whether the changes were removed.
+func (t *Table[T]) applySplit(ctx context.Context, g *changeGroup, factKey, fact []byte) (bool, error) {
+	scope := byte(0)
+	for _, c := range g.changes {
+		scope |= c.scope
+	}
+	var mark Batch
+	mark.ops = append(mark.ops, g.ops[0]) // the record, as read
+	t.enqueue(&mark, g.pk, fact, fact != nil, scope)
+	marker := mark.ops[1]
+	err := t.store.Apply(ctx, &mark)
+	if errors.Is(err, ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
 		return false, err
 	}
-	err := t.store.Apply(ctx, &Batch{ops: guard})
+	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}); err != nil {
+		return false, err
+	}
+	guard := append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: marker.Key, Value: marker.Value}, Op{Kind: OpDelete, Key: marker.Key})
+	err = t.store.Apply(ctx, &Batch{ops: guard})
 	if errors.Is(err, ErrConflict) {
 		return false, nil
 	}

@@ -326,9 +326,25 @@ func (m *indexManager) entries(rv reflect.Value, pk, payload []byte, c Codec, wa
 // guarded by an expectation that it is still absent when b applies.
 func (m *indexManager) plan(ctx context.Context, s Store, b *Batch, old, new []entry) error {
 	for _, o := range old {
-		if findEntry(new, o.key) < 0 {
-			b.Delete(o.key)
+		if findEntry(new, o.key) >= 0 {
+			continue
 		}
+		if o.ix.unique && IndexState(o.ix.state.Load()) != IndexReadable {
+			// While a unique index is built, another record may hold a key
+			// this one had before the build reached it: leave it that one.
+			held, err := s.Get(ctx, o.key)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				continue
+			case err != nil:
+				return err
+			}
+			b.ExpectValue(o.key, held)
+			if !sameOwner(o.ix, o.key, held, o.value) {
+				continue
+			}
+		}
+		b.Delete(o.key)
 	}
 	for _, n := range new {
 		i := findEntry(old, n.key)
@@ -339,19 +355,29 @@ func (m *indexManager) plan(ctx context.Context, s Store, b *Batch, old, new []e
 			continue
 		}
 		if n.ix.unique {
-			held, err := s.Get(ctx, n.key)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				b.ExpectAbsent(n.key)
-			case err != nil:
+			if err := guardUnique(ctx, s, b, n); err != nil {
 				return err
-			case !sameOwner(n.ix, n.key, held, n.value):
-				return uniqueViolation(n.ix, n.key, held)
-			default: // a leftover entry of this very record
-				b.ExpectValue(n.key, held)
 			}
 		}
 		b.Put(n.key, n.value)
+	}
+	return nil
+}
+
+// guardUnique adds to b the expectation that keeps the key of unique entry
+// e free, or held by e's own record, until b applies; or returns the
+// violation when another record holds it.
+func guardUnique(ctx context.Context, s Store, b *Batch, e entry) error {
+	held, err := s.Get(ctx, e.key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b.ExpectAbsent(e.key)
+	case err != nil:
+		return err
+	case !sameOwner(e.ix, e.key, held, e.value):
+		return uniqueViolation(e.ix, e.key, held)
+	default: // a leftover entry of this very record
+		b.ExpectValue(e.key, held)
 	}
 	return nil
 }

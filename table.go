@@ -33,6 +33,7 @@ const (
 	spaceIndex   = 1 // then the index name, its generation, the entry key
 	spaceCatalog = 2 // then the index name
 	spaceQueue   = 3 // then the primary key and a change ID
+	spaceLease   = 4 // then a maintainer partition
 )
 
 // maxAttempts bounds the retries of a write whose read was overtaken by a
