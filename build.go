@@ -55,20 +55,28 @@ func (t *Table[T]) Build(ctx context.Context, opts BuildOptions) error {
 func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) error {
 	key := catalogKey(t.prefix, ix.name)
 	only := func(x *indexTable) bool { return x == ix }
-	conflicts := 0
+	chunk, conflicts := o.ChunkSize, 0
+	total := int64(-1)
+	var last []byte // the catalog entry as last read
 	for {
 		c, stored, err := t.readCatalog(ctx, ix)
 		if err != nil || c.state != IndexWriteOnly {
 			return err
 		}
-		if c.cursor == nil && c.done == 0 {
-			if c.total, err = countRange(ctx, t.store, t.factSpace); err != nil {
-				return err
+		if !bytes.Equal(stored, last) { // progress, maybe another Build's
+			last, conflicts = stored, 0
+		}
+		if c.cursor == nil && c.done == 0 { // the first chunk records the total
+			if total < 0 {
+				if total, err = countRange(ctx, t.store, t.factSpace); err != nil {
+					return err
+				}
 			}
+			c.total = total
 		}
 		var b Batch
 		b.ExpectValue(key, stored)
-		r := ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), After: c.cursor, Limit: o.ChunkSize}
+		r := ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), After: c.cursor, Limit: chunk}
 		n := 0
 		claimed := map[string][]byte{} // unique keys this chunk puts, and their records
 		for e, err := range t.store.Scan(ctx, r) {
@@ -103,17 +111,18 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 		}
 		err = t.store.Apply(ctx, &b)
 		if errors.Is(err, ErrConflict) {
-			// A write overtook the chunk: read it again. A write goes on
-			// only if the keys it contends for move on, so this ends.
-			if conflicts++; conflicts == maxAttempts*maxAttempts {
-				return fmt.Errorf("gave up after %d conflicts: %w", conflicts, err)
+			// A write overtook the chunk: read a smaller one again, down
+			// to one record, which a write overtakes only by changing it.
+			chunk = max(chunk/2, 1)
+			if conflicts++; conflicts == maxAttempts {
+				return fmt.Errorf("gave up after %d conflicts in a row: %w", conflicts, err)
 			}
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		conflicts = 0
+		chunk = min(2*chunk, o.ChunkSize)
 		if n == 0 {
 			ix.state.Store(int32(IndexReadable))
 		}

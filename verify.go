@@ -90,7 +90,9 @@ type VerifyReport struct {
 	Records, Entries int64
 	// Drift counts the findings by kind.
 	Drift map[DriftKind]int
-	// Pending counts records skipped because changes to them are queued.
+	// Pending counts the records (deleted ones included) that had changes
+	// queued when the pass began; their entries are late, not drift, and
+	// are not checked.
 	Pending int
 	// Repaired counts the findings Repair fixed.
 	Repaired int
@@ -127,6 +129,9 @@ type verifier[T any] struct {
 	report  *VerifyReport
 	pending map[string]bool // primary keys with queued changes
 	indexes []*indexTable
+	// claims holds the unique keys found missing in this pass, and the
+	// records that should hold them.
+	claims map[string][]byte
 }
 
 func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) (*VerifyReport, error) {
@@ -136,7 +141,8 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 100
 	}
-	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}}, pending: map[string]bool{}}
+	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
+		pending: map[string]bool{}, claims: map[string][]byte{}}
 	for _, ix := range t.indexes.indexes {
 		if _, _, err := t.readCatalog(ctx, ix); err != nil {
 			return nil, err
@@ -226,8 +232,13 @@ func (v *verifier[T]) records(ctx context.Context) error {
 			pk := factKey[len(t.factSpace):]
 			var kind DriftKind
 			switch {
+			case held[i] == nil && e.ix.unique && v.claims[string(e.key)] != nil:
+				kind = DriftUniqueViolation // another record lacks this key too
 			case held[i] == nil:
 				kind = DriftMissing
+				if e.ix.unique {
+					v.claims[string(e.key)] = pk
+				}
 			case bytes.Equal(held[i], e.value):
 				continue
 			case e.ix.unique && !sameOwner(e.ix, e.key, held[i], e.value):
@@ -351,10 +362,12 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 	}
 }
 
-// found confirms a finding (the record is still as read), counts it and,
-// when repairing, applies fix.
+// found confirms a finding (the record is still as read, and no change to
+// it was queued since the pass began), counts it and, when repairing,
+// applies fix.
 func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, pk, factKey, fact []byte, fix *Batch) error {
-	now, err := v.t.store.Get(ctx, factKey)
+	t := v.t
+	now, err := t.store.Get(ctx, factKey)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		now = nil
@@ -364,13 +377,20 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 	if !bytes.Equal(now, fact) || (now == nil) != (fact == nil) {
 		return nil // a write raced with the check
 	}
+	queued := append(bytes.Clone(t.queueSpace), pk...)
+	for _, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued), Limit: 1}) {
+		if err != nil {
+			return err
+		}
+		return nil // a change was queued during the pass: late, not drift
+	}
 	d := Drift{Kind: kind, Index: ix.name, PrimaryKey: decodeTupleLoose(pk)}
 	d.Key = decodeTupleLoose(key[len(ix.prefix):])
 	if !ix.unique && len(d.Key) >= len(d.PrimaryKey) {
 		d.Key = d.Key[:len(d.Key)-len(d.PrimaryKey)]
 	}
 	if v.repair && kind != DriftUniqueViolation {
-		err := v.t.store.Apply(ctx, fix)
+		err := t.store.Apply(ctx, fix)
 		switch {
 		case err == nil:
 			d.Repaired = true
