@@ -17,11 +17,12 @@ import (
 // know is new; one whose definition changed (fields, their types, strategy,
 // projection, Unique, Sparse, MultiValued, Consistency, Version) is
 // replaced; one the schema no longer declares is dropped and its entries
-// deleted. Each
-// definition of an index gets its own generation of keys, so a replaced
-// definition starts from an empty key range and never reads the entries of
-// the old one. A new or replaced index starts write-only (readable at once
-// when the table holds no record) and Build makes it readable.
+// deleted, leaving a tombstone. Each definition of an index gets its own
+// generation of keys, never reused, so a replaced definition starts from an
+// empty key range and never reads the entries of an old one; Open deletes
+// whatever a crash left of older generations. A new or replaced index
+// starts write-only (readable at once when the table holds no record) and
+// Build makes it readable.
 //
 // Every process that writes a table must open it with the same schema: a
 // process that still runs an older schema does not maintain a new index.
@@ -324,7 +325,9 @@ func (t *Table[T]) readable(ctx context.Context, ix *indexTable) error {
 }
 
 // DisableIndex stops maintaining and querying index name and deletes its
-// entries. EnableIndex brings it back.
+// entries. EnableIndex brings it back. Other processes see the change when
+// they reopen the table (a table that knows the index as readable keeps
+// querying it without looking at the catalog again), so reopen it there.
 func (t *Table[T]) DisableIndex(ctx context.Context, name string) error {
 	return t.setState(ctx, name, IndexDisabled)
 }

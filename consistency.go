@@ -27,11 +27,12 @@ import (
 // (RunMaintainer) applies the index mutations afterwards. A change record
 // holds the record as it was before the write, so the maintainer knows which
 // entries to delete; it computes the entries to put from the fact record as
-// it is when the change is applied. Every pending change of one record is
+// it is when the change is applied. The pending changes of one record are
 // applied together, in one batch that expects the fact record as read and
-// removes the change records: replaying a change is harmless, an older
-// change never overwrites a newer one, and the queue alone is enough to
-// resume after a crash. WaitIndexed waits for the changes committed before
+// removes the change records (on a bounded store, in the steps applySplit
+// describes): replaying a change is harmless, an older change never
+// overwrites a newer one, and the queue alone is enough to resume after a
+// crash. WaitIndexed waits for the changes committed before
 // it; Lag reports how far behind the maintainers are.
 //
 // The fallback rule: when a write's batch, with its synchronous entries,
@@ -158,20 +159,17 @@ func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error
 // MaintainerOptions configures a maintainer.
 type MaintainerOptions struct {
 	// Partition and Partitions split the queue between maintainers: this
-	// one applies the changes of the records whose primary key hashes (FNV-1a)
-	// to Partition modulo Partitions. Zero Partitions means one maintainer
-	// for all. On a store with unbounded atomicity, maintainers whose
-	// partitions overlap stay correct (each record's changes are applied by
-	// one conditional batch) but waste work; on a bounded store, where the
-	// index mutations of one record may need several batches, the
-	// partitions must not overlap.
+	// one applies the changes of the records whose primary key hashes
+	// (FNV-1a) to Partition modulo Partitions. Zero Partitions means one
+	// maintainer for all. Every maintainer of a table must use the same
+	// Partitions.
 	Partition, Partitions int
 	// BatchSize is how many change records a maintainer reads, and at most
 	// applies, in one store batch; 0 means 256.
 	BatchSize int
 	// MaxIdle is the longest wait between two looks at an empty queue; 0
-	// means 100ms. A write through the same Table wakes its maintainers at
-	// once.
+	// means 100ms. A write through the same Table wakes one of its
+	// maintainers at once.
 	MaxIdle time.Duration
 	// MaxBackoff is the longest wait after a store error; 0 means 5s.
 	MaxBackoff time.Duration
@@ -215,6 +213,19 @@ func (o *MaintainerOptions) defaults() error {
 // is done, then returns ctx's error. It waits when the queue is empty and
 // backs off (exponentially, with jitter) after a store error, which it
 // logs. Start it once per partition, in any process.
+//
+// Several maintainers never corrupt an index. On a store with unbounded
+// atomicity each record's changes are applied by one conditional batch, so
+// maintainers whose partitions overlap only waste work. On a bounded store
+// (where a table may queue changes even without an Eventual index, by the
+// fallback rule, so a maintainer must run) one record's mutations may take
+// several batches, and two maintainers must not interleave them: there a
+// maintainer holds a lease on its partition, renewed every BatchSize
+// changes and valid for LeaseTTL, and a maintainer that finds its
+// partition leased waits (ApplyPending returns an error wrapping
+// ErrConflict). A maintainer that dies holds its partition until the lease
+// expires. As with any lease, this assumes a pass is not paused for longer
+// than LeaseTTL between two renewals.
 func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) error {
 	if err := opts.defaults(); err != nil {
 		return err

@@ -275,6 +275,7 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 	rd := t.newReader()
 	defer t.freeReader(rd)
+	q.Covered = true // counted from the entries alone, so checked as a covered read
 	if err := t.prepare(ctx, q, rd); err != nil {
 		return 0, err
 	}
@@ -324,7 +325,8 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 	if err := t.readable(ctx, ix); err != nil {
 		return err
 	}
-	if t.mayBeStale(ix) {
+	// A normalized or partial read checks every record anyway.
+	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
 		empty, err := t.queueEmpty(ctx)
 		if err != nil {
 			return err
