@@ -40,6 +40,15 @@ func partitionedStore(s *it.MemoryStore) it.Store { return partitioned{s} }
 
 func (partitioned) Atomicity() it.Atomicity { return it.Atomicity{Partition: partitionOf} }
 
+// Apply refuses what the scope does not allow, as a real bounded store
+// would.
+func (s partitioned) Apply(ctx context.Context, b *it.Batch) error {
+	if err := s.Atomicity().Allows(b); err != nil {
+		return err
+	}
+	return s.MemoryStore.Apply(ctx, b)
+}
+
 func partitionOf(key []byte) []byte {
 	t, err := it.DecodeTuple(key)
 	if err != nil || len(t) < 3 {

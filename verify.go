@@ -390,7 +390,11 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 		d.Key = d.Key[:len(d.Key)-len(d.PrimaryKey)]
 	}
 	if v.repair && kind != DriftUniqueViolation {
-		err := t.store.Apply(ctx, fix)
+		err := t.store.Atomicity().Allows(fix)
+		if err != nil {
+			return fmt.Errorf("repair needs a batch that holds a record and its entry: %w", err)
+		}
+		err = t.store.Apply(ctx, fix)
 		switch {
 		case err == nil:
 			d.Repaired = true

@@ -151,3 +151,34 @@ func TestVerifyFindsTwoRecordsMissingOneUniqueKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[it.DriftKind]int{it.DriftUniqueViolation: 1}, rep.Drift)
 }
+
+// TestBuildAndRepairNeedRecordSizedBatches: on a store whose batches stay
+// within one partition, Build and Repair stop with ErrInvalidBatch and
+// write nothing.
+func TestBuildAndRepairNeedRecordSizedBatches(t *testing.T) {
+	ctx := context.Background()
+	mem := it.NewMemoryStore()
+	s := partitionedStore(mem)
+	_, err := openWith(t, s).Insert(ctx, person{ID: 1, Town: "R"})
+	require.NoError(t, err)
+	tbl := openWith(t, s, indexByName("town"))
+	before := storeDump(t, mem)
+	require.ErrorIs(t, tbl.Build(ctx, it.BuildOptions{}), it.ErrInvalidBatch)
+	require.Equal(t, before, storeDump(t, mem))
+	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["town"].State)
+
+	// Repair of a readable index: a dangling entry's fix would span two
+	// partitions.
+	s = partitionedStore(it.NewMemoryStore())
+	tbl = openWith(t, s, indexByName("town"))
+	_, err = tbl.Insert(ctx, person{ID: 1, Town: "R"})
+	require.NoError(t, err)
+	catchUp(t, tbl)
+	var b it.Batch
+	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 9), nil)
+	require.NoError(t, s.Apply(ctx, &b))
+	before = storeDump(t, s)
+	_, err = tbl.Repair(ctx, it.VerifyOptions{})
+	require.ErrorIs(t, err, it.ErrInvalidBatch)
+	require.Equal(t, before, storeDump(t, s))
+}
