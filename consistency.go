@@ -742,22 +742,42 @@ func (t *Table[T]) mayBeStale(ix *indexTable) bool {
 	return ix.eventual || bounded(t.store.Atomicity())
 }
 
-// queueEmpty reports whether the table's queue holds no change.
+// maxPendingChecked is how many queued changes a read checks record by
+// record; with more, it checks every result.
+const maxPendingChecked = 64
+
+// pendingRecords returns the encoded primary keys of the records with
+// queued changes, in dst (cleared), or all=true when more than
+// maxPendingChecked changes are queued.
 //
-// How reads stay correct: entries of an index are exactly those of the
-// fact records whenever the queue is empty. A read that finds it empty when
-// it starts may trust each entry it then reads, since an entry either
-// existed at that moment or was put since by a maintainer from the record
-// as it was then: the record matched at some moment during the read, the
-// promise a synchronous read gives. Otherwise each result is checked
-// against its fact record (one GetMany per chunk, as for a normalized
-// index) and an entry the record no longer owns is skipped.
-func (t *Table[T]) queueEmpty(ctx context.Context) (bool, error) {
-	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: 1}) {
+// How reads stay correct: the entries of a record in an index are exactly
+// those of its fact record whenever no change to it is queued. A read
+// collects the records with queued changes before it reads any entry. The
+// entry of a record without one may be trusted: when the collecting scan
+// passed the record, its entries were exact, and since then only a
+// maintainer has changed them, from the record as it was at that time; so
+// the record matched the read at some moment during it, the promise a
+// synchronous read gives. The entries of the other records are checked
+// against their fact records, and an entry the record no longer has is
+// skipped.
+func (t *Table[T]) pendingRecords(ctx context.Context, dst map[string]struct{}) (map[string]struct{}, bool, error) {
+	clear(dst)
+	n := 0
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: maxPendingChecked + 1}) {
 		if err != nil {
-			return false, err
+			return dst, false, err
 		}
-		return false, nil
+		if n++; n > maxPendingChecked {
+			return dst, true, nil
+		}
+		pk, err := t.changePK(e.Key)
+		if err != nil {
+			return dst, true, nil
+		}
+		if dst == nil {
+			dst = map[string]struct{}{}
+		}
+		dst[string(pk)] = struct{}{}
 	}
-	return true, nil
+	return dst, false, nil
 }

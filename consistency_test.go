@@ -199,6 +199,18 @@ func TestEventualReadsCheckTheFactTable(t *testing.T) {
 	lag, err = tbl.Lag(ctx)
 	require.NoError(t, err)
 	require.Equal(t, it.Lag{}, lag)
+
+	// With more changes queued than a read checks one by one, it checks
+	// every result.
+	for i := range 100 {
+		_, err := tbl.Insert(ctx, person{ID: 10 + i, Town: "S"})
+		require.NoError(t, err)
+	}
+	_, err = tbl.Update(ctx, person{ID: 1, Town: "U", Name: "A"})
+	require.NoError(t, err)
+	for _, covered := range []bool{false, true} {
+		require.Empty(t, collect(t, tbl, it.Query{Index: "town_name", Eq: it.Tuple{"S"}, Covered: covered}))
+	}
 }
 
 // TestReplayedChangesAreHarmless puts change records back after they were

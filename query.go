@@ -279,7 +279,7 @@ func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 	if err := t.prepare(ctx, q, rd); err != nil {
 		return 0, err
 	}
-	if rd.check {
+	if rd.check || len(rd.pending) > 0 {
 		n := 0
 		var err error
 		t.read(ctx, rd, q, nil, func(_ T, e error) bool {
@@ -312,8 +312,8 @@ func (t *Table[T]) Exists(ctx context.Context, q Query) (bool, error) {
 }
 
 // prepare compiles q for rd, checks that its index is readable, and decides
-// whether its entries must be checked against the fact table (see
-// Table.queueEmpty).
+// which of its entries must be checked against the fact table (see
+// Table.pendingRecords).
 func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 	if err := t.compile(q, &rd.plan); err != nil {
 		return err
@@ -327,11 +327,9 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 	}
 	// A normalized or partial read checks every record anyway.
 	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
-		empty, err := t.queueEmpty(ctx)
-		if err != nil {
-			return err
-		}
-		rd.check = !empty
+		var err error
+		rd.pending, rd.check, err = t.pendingRecords(ctx, rd.pending)
+		return err
 	}
 	return nil
 }
@@ -351,17 +349,24 @@ func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func(
 	p := &rd.plan
 	r := p.r
 	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
-		r.Limit = q.Limit
+		if len(rd.pending) == 0 {
+			r.Limit = q.Limit // else some entries may be skipped
+		}
 		for e, err := range t.store.Scan(ctx, r) {
+			owned := true
 			if err == nil {
 				rd.rec = rd.zero
-				err = t.decodeDirect(p.ix, e, &rd.rec)
+				if len(rd.pending) > 0 {
+					owned, err = t.decodeIfPending(ctx, rd, e)
+				} else {
+					err = t.decodeDirect(p.ix, e, &rd.rec)
+				}
 			}
 			if err != nil {
 				rd.fail(err)
 				return
 			}
-			if !rd.emit(e.Key) {
+			if owned && !rd.emit(e.Key) {
 				return
 			}
 		}
@@ -393,7 +398,10 @@ func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func(
 // buffers for the next read.
 type reader[T any] struct {
 	plan  scanPlan
-	check bool // check each entry against its fact record
+	// check: check each entry against its fact record; or pending: those
+	// of these records (encoded primary keys).
+	check   bool
+	pending map[string]struct{}
 	limit int
 	onKey func([]byte)
 	yield func(T, error) bool
@@ -553,6 +561,41 @@ func ownsEntry(ix *indexTable, keys [][]byte, entryKey, pk []byte) bool {
 		}
 	}
 	return false
+}
+
+// decodeIfPending decodes entry e of rd's index into rd.rec: from the entry
+// itself, unless its record is one of rd.pending, whose record is then read
+// and decoded whole, and reported as not owning e if its keys moved on.
+func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) (bool, error) {
+	ix := rd.plan.ix
+	pk, _, err := ix.splitEntry(e.Key, e.Value, len(t.pk))
+	if err != nil {
+		return false, err
+	}
+	if _, ok := rd.pending[string(pk)]; !ok {
+		return true, t.decodeDirect(ix, e, &rd.rec)
+	}
+	f := &rd.f
+	f.scratch = append(append(f.scratch[:0], t.factSpace...), pk...)
+	fact, err := t.store.Get(ctx, f.scratch)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, payload, err := splitFact(fact)
+	if err == nil {
+		err = t.codec.Unmarshal(payload, &rd.rec)
+	}
+	if err != nil {
+		return false, fmt.Errorf("table %q: decode record: %w", t.name, err)
+	}
+	f.ownKeys, err = ix.keys(f.ownKeys[:0], reflect.ValueOf(&rd.rec).Elem(), nil)
+	if err != nil {
+		return false, err
+	}
+	return ownsEntry(ix, f.ownKeys, e.Key, pk), nil
 }
 
 // decodeDirect decodes into rec a record from a fact table entry (ix nil)
