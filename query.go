@@ -397,18 +397,18 @@ func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func(
 // reader is the state of one read, kept in the table's pool with its
 // buffers for the next read.
 type reader[T any] struct {
-	plan  scanPlan
+	plan scanPlan
 	// check: check each entry against its fact record; or pending: those
 	// of these records (encoded primary keys).
 	check   bool
 	pending map[string]struct{}
-	limit int
-	onKey func([]byte)
-	yield func(T, error) bool
-	rec   T // decoded into, then yielded by value
-	zero  T
-	n     int // records yielded
-	f     fetcher[T]
+	limit   int
+	onKey   func([]byte)
+	yield   func(T, error) bool
+	rec     T // decoded into, then yielded by value
+	zero    T
+	n       int // records yielded
+	f       fetcher[T]
 }
 
 func (t *Table[T]) newReader() *reader[T] {
