@@ -698,7 +698,8 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 
 // WaitIndexed waits until every change committed before it was called is
 // applied to the indexes (by maintainers running elsewhere), or ctx is
-// done.
+// done. A change the maintainers cannot apply (they log it) keeps it
+// waiting until then.
 func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 	var keys [][]byte
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
