@@ -748,7 +748,7 @@ func (t *Table[T]) mayBeStale(ix *indexTable) bool {
 const maxPendingChecked = 64
 
 // pendingRecords returns the encoded primary keys of the records with
-// queued changes, in dst (cleared), or all=true when more than
+// queued changes, appended to dst[:0], or all=true when more than
 // maxPendingChecked changes are queued.
 //
 // How reads stay correct: the entries of a record in an index are exactly
@@ -761,8 +761,8 @@ const maxPendingChecked = 64
 // synchronous read gives. The entries of the other records are checked
 // against their fact records, and an entry the record no longer has is
 // skipped.
-func (t *Table[T]) pendingRecords(ctx context.Context, dst map[string]struct{}) (map[string]struct{}, bool, error) {
-	clear(dst)
+func (t *Table[T]) pendingRecords(ctx context.Context, dst [][]byte) ([][]byte, bool, error) {
+	dst = dst[:0]
 	n := 0
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: maxPendingChecked + 1}) {
 		if err != nil {
@@ -775,10 +775,9 @@ func (t *Table[T]) pendingRecords(ctx context.Context, dst map[string]struct{}) 
 		if err != nil {
 			return dst, true, nil
 		}
-		if dst == nil {
-			dst = map[string]struct{}{}
+		if len(dst) == 0 || !bytes.Equal(dst[len(dst)-1], pk) {
+			dst = append(dst, bytes.Clone(pk))
 		}
-		dst[string(pk)] = struct{}{}
 	}
 	return dst, false, nil
 }

@@ -401,7 +401,7 @@ type reader[T any] struct {
 	// check: check each entry against its fact record; or pending: those
 	// of these records (encoded primary keys).
 	check   bool
-	pending map[string]struct{}
+	pending [][]byte
 	limit   int
 	onKey   func([]byte)
 	yield   func(T, error) bool
@@ -568,12 +568,12 @@ func ownsEntry(ix *indexTable, keys [][]byte, entryKey, pk []byte) bool {
 // and decoded whole, and reported as not owning e if its keys moved on.
 func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) (bool, error) {
 	ix := rd.plan.ix
+	if !rd.mayBePending(e) {
+		return true, t.decodeDirect(ix, e, &rd.rec)
+	}
 	pk, _, err := ix.splitEntry(e.Key, e.Value, len(t.pk))
 	if err != nil {
 		return false, err
-	}
-	if _, ok := rd.pending[string(pk)]; !ok {
-		return true, t.decodeDirect(ix, e, &rd.rec)
 	}
 	f := &rd.f
 	f.scratch = append(append(f.scratch[:0], t.factSpace...), pk...)
@@ -596,6 +596,22 @@ func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) 
 		return false, err
 	}
 	return ownsEntry(ix, f.ownKeys, e.Key, pk), nil
+}
+
+// mayBePending reports whether entry e may belong to a record of
+// rd.pending: cheaply, by the bytes its key ends with (a false match only
+// costs a check), or, in a unique entry, by the primary key in its value.
+func (rd *reader[T]) mayBePending(e Entry) bool {
+	if ix := rd.plan.ix; ix.unique {
+		own, _, err := ix.splitUnique(e.Value)
+		return err != nil || slices.ContainsFunc(rd.pending, func(pk []byte) bool { return bytes.Equal(pk, own) })
+	}
+	for _, pk := range rd.pending {
+		if bytes.HasSuffix(e.Key, pk) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeDirect decodes into rec a record from a fact table entry (ix nil)
