@@ -398,7 +398,7 @@ func deleteRange(ctx context.Context, s Store, start, end []byte) error {
 		if b.Len() == 0 {
 			return nil
 		}
-		if err := applyInPieces(ctx, s, &b); err != nil {
+		if err := applyInPieces(ctx, s, &b, nil); err != nil {
 			return err
 		}
 	}
@@ -408,14 +408,21 @@ func deleteRange(ctx context.Context, s Store, start, end []byte) error {
 // allows, splitting it where it must. Only for writes without expectations
 // whose every subset leaves nothing a retry cannot finish: deletes of dead
 // entries, and index mutations that a pending change will apply again.
-func applyInPieces(ctx context.Context, s Store, b *Batch) error {
+// When before is set, it is called before each piece, and an error it
+// returns stops the pieces.
+func applyInPieces(ctx context.Context, s Store, b *Batch, before func() error) error {
 	if s.Atomicity().Allows(b) == nil || b.Len() <= 1 {
+		if before != nil {
+			if err := before(); err != nil {
+				return err
+			}
+		}
 		return s.Apply(ctx, b)
 	}
 	ops := b.Ops()
 	half := len(ops) / 2
 	for _, part := range [][]Op{ops[:half], ops[half:]} {
-		if err := applyInPieces(ctx, s, &Batch{ops: part}); err != nil {
+		if err := applyInPieces(ctx, s, &Batch{ops: part}, before); err != nil {
 			return err
 		}
 	}

@@ -116,12 +116,18 @@ func decodeChange(key, value []byte) (change, error) {
 // enqueue adds to b the change record of a write to the record with encoded
 // primary key pk, whose fact value was before (existed false: none).
 func (t *Table[T]) enqueue(b *Batch, pk, before []byte, existed bool, scope byte) {
-	// The key and the value share one allocation.
+	key, value := t.changeRecord(pk, before, existed, scope)
+	b.Put(key, value)
+}
+
+// changeRecord returns the key and value of a new change record; they
+// share one allocation.
+func (t *Table[T]) changeRecord(pk, before []byte, existed bool, scope byte) (key, value []byte) {
 	buf := make([]byte, 0, len(t.queueSpace)+len(pk)+9+16+len(before))
 	buf = appendInt(append(append(buf, t.queueSpace...), pk...), rand.Int64())
 	n := len(buf)
 	buf = encodeChange(buf, time.Now(), scope, before, existed)
-	b.Put(buf[:n:n], buf[n:])
+	return buf[:n:n], buf[n:]
 }
 
 // queueing reports whether writes must queue changes for Eventual indexes.
@@ -149,11 +155,26 @@ func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error
 		if err := fallback(); err != nil {
 			return err
 		}
-		if err := s.Atomicity().Allows(b); err != nil {
-			return fmt.Errorf("the record and its change record do not fit the store's atomicity scope: %w", err)
+		if err := s.Atomicity().Allows(worstGuard(b)); err != nil {
+			return fmt.Errorf("the record and its change record do not fit the store's atomicity scope, with room for a maintainer to apply them: %w", err)
 		}
 	}
 	return s.Apply(ctx, b)
+}
+
+// worstGuard returns the largest batch a maintainer may need to apply the
+// change that b, a fallback write, queues: applySplit's last batch, which
+// expects the record and removes its change record and a marker holding a
+// copy of it. b is the record's guard, its write, and its change record.
+func worstGuard(b *Batch) *Batch {
+	ops := b.Ops()
+	record, change := ops[1], ops[len(ops)-1]
+	marker := Op{Kind: OpPut, Key: change.Key, Value: append(make([]byte, 3+binary.MaxVarintLen64), record.Value...)}
+	return &Batch{ops: []Op{
+		{Kind: OpExpectValue, Key: record.Key, Value: record.Value},
+		{Kind: OpExpectValue, Key: change.Key, Value: change.Value}, {Kind: OpDelete, Key: change.Key},
+		{Kind: OpExpectValue, Key: marker.Key, Value: marker.Value}, {Kind: OpDelete, Key: marker.Key},
+	}}
 }
 
 // MaintainerOptions configures a maintainer.
@@ -281,6 +302,17 @@ func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (in
 func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int, error) {
 	var l *lease
 	if bounded(t.store.Atomicity()) {
+		// An idle maintainer does not write its lease.
+		empty := true
+		for _, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: 1}) {
+			if err != nil {
+				return 0, err
+			}
+			empty = false
+		}
+		if empty {
+			return 0, nil
+		}
 		var err error
 		if l, err = t.acquireLease(ctx, o); err != nil {
 			return 0, err
@@ -290,10 +322,8 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 	applied := 0
 	var after []byte
 	for {
-		if l != nil && after != nil {
-			if err := t.renewLease(ctx, l, o); err != nil {
-				return applied, err
-			}
+		if err := t.holdLease(ctx, l, o); err != nil {
+			return applied, err
 		}
 		r := ScanRange{Start: t.queueSpace, End: t.queueEnd, After: after, Limit: o.BatchSize}
 		var groups []changeGroup
@@ -329,7 +359,7 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 			groups = groups[:len(groups)-1]
 			after = append(append(after[:0], t.queueSpace...), last.pk...)
 		}
-		n, err := t.applyGroups(ctx, groups, o)
+		n, err := t.applyGroups(ctx, groups, l, o)
 		applied += n
 		if err != nil {
 			return applied, err
@@ -348,7 +378,10 @@ var errLeaseHeld = errors.New("leased to another maintainer")
 // changes in pieces could interleave. It is stored under the table's lease
 // space, then Partitions and Partition: the owner (8 bytes) and the expiry
 // (8 bytes, Unix nanoseconds).
-type lease struct{ key, value []byte }
+type lease struct {
+	key, value []byte
+	expires    time.Time // by this process's clock
+}
 
 func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lease, error) {
 	key := appendInt(appendInt(appendInt(bytes.Clone(t.prefix), spaceLease), int64(o.Partitions)), int64(o.Partition))
@@ -365,7 +398,8 @@ func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lea
 	default:
 		b.ExpectValue(key, held)
 	}
-	l := &lease{key: key, value: o.leaseValue()}
+	l := &lease{key: key}
+	l.value, l.expires = o.leaseValue()
 	b.Put(key, l.value)
 	if err := t.store.Apply(ctx, &b); err != nil {
 		if errors.Is(err, ErrConflict) {
@@ -376,22 +410,27 @@ func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lea
 	return l, nil
 }
 
-func (o *MaintainerOptions) leaseValue() []byte {
+func (o *MaintainerOptions) leaseValue() ([]byte, time.Time) {
+	expires := time.Now().Add(o.LeaseTTL)
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), o.owner)
-	return binary.BigEndian.AppendUint64(v, uint64(time.Now().Add(o.LeaseTTL).UnixNano()))
+	return binary.BigEndian.AppendUint64(v, uint64(expires.UnixNano())), expires
 }
 
-// renewLease extends l, or fails if it was lost (it expired and another
-// maintainer took it).
-func (t *Table[T]) renewLease(ctx context.Context, l *lease, o *MaintainerOptions) error {
+// holdLease makes sure l is held for at least half its TTL more, renewing
+// it if need be, or fails if it was lost (it expired and another
+// maintainer took it). A nil lease (an unbounded store) always holds.
+func (t *Table[T]) holdLease(ctx context.Context, l *lease, o *MaintainerOptions) error {
+	if l == nil || time.Until(l.expires) > o.LeaseTTL/2 {
+		return nil
+	}
 	var b Batch
 	b.ExpectValue(l.key, l.value)
-	next := o.leaseValue()
+	next, expires := o.leaseValue()
 	b.Put(l.key, next)
 	if err := t.store.Apply(ctx, &b); err != nil {
 		return fmt.Errorf("table %q: renew the maintainer's lease: %w", t.name, err)
 	}
-	l.value = next
+	l.value, l.expires = next, expires
 	return nil
 }
 
@@ -431,11 +470,12 @@ type changeGroup struct {
 	ops     []Op // the batch that applies them: guard, then mutations
 	guard   int  // ops[:guard] expect the record and remove the changes
 	split   bool // the index mutations do not fit one batch with the rest
+	marker  Op   // when split: the marker applySplit writes first
 }
 
 // applyGroups applies the changes of several records: in one batch when
 // the store allows it, record by record when that batch conflicts.
-func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, o *MaintainerOptions) (int, error) {
+func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions) (int, error) {
 	if len(groups) == 0 {
 		return 0, nil
 	}
@@ -490,11 +530,11 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, o *Mai
 			return 0, err
 		}
 	}
-	for i, g := range groups {
+	for _, g := range groups {
 		if g.ops == nil || !g.split {
 			continue
 		}
-		ok, err := t.applySplit(ctx, &g, keys[i], facts[i])
+		ok, err := t.applySplit(ctx, &g, l, o)
 		switch {
 		case errors.Is(err, ErrInvalidBatch):
 			o.logError(ctx, "indextable: change cannot be applied", t.name, fmt.Errorf("record %v: %w", decodeForError(g.pk), err))
@@ -528,16 +568,30 @@ func (t *Table[T]) planGroup(g *changeGroup, factKey, fact []byte, atom Atomicit
 			return err
 		}
 		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
-		// applySplit's guard also expects and removes its marker.
-		guard := append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: factKey, Value: fact}, Op{Kind: OpDelete, Key: factKey})
-		if !g.split || atom.Allows(&Batch{ops: guard}) == nil {
+		if !g.split {
+			return nil
+		}
+		scope := byte(0)
+		for _, c := range g.changes {
+			scope |= c.scope
+		}
+		key, value := t.changeRecord(g.pk, fact, fact != nil, scope)
+		g.marker = Op{Kind: OpPut, Key: key, Value: value}
+		err := atom.Allows(&Batch{ops: splitGuard(g)})
+		if err == nil {
 			return nil
 		}
 		if len(g.changes) == 1 {
-			return fmt.Errorf("one change of the record does not fit the store's atomicity scope: %w", atom.Allows(&Batch{ops: guard}))
+			return fmt.Errorf("one change of the record does not fit the store's atomicity scope: %w", err)
 		}
 		g.changes = g.changes[:len(g.changes)/2]
 	}
+}
+
+// splitGuard returns the last batch of applySplit: g's guard, and the
+// removal of its marker.
+func splitGuard(g *changeGroup) []Op {
+	return append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: g.marker.Key, Value: g.marker.Value}, Op{Kind: OpDelete, Key: g.marker.Key})
 }
 
 func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
@@ -636,27 +690,21 @@ func (t *Table[T]) factEntries(fact, pk []byte, want func(*indexTable) bool) ([]
 // included, which queue nothing) makes step 3 conflict, and the marker
 // stays, so the next pass deletes what step 2 put for the version it read.
 // It reports whether the changes were removed.
-func (t *Table[T]) applySplit(ctx context.Context, g *changeGroup, factKey, fact []byte) (bool, error) {
-	scope := byte(0)
-	for _, c := range g.changes {
-		scope |= c.scope
-	}
-	var mark Batch
-	mark.ops = append(mark.ops, g.ops[0]) // the record, as read
-	t.enqueue(&mark, g.pk, fact, fact != nil, scope)
-	marker := mark.ops[1]
-	err := t.store.Apply(ctx, &mark)
+func (t *Table[T]) applySplit(ctx context.Context, g *changeGroup, l *lease, o *MaintainerOptions) (bool, error) {
+	// g.ops[0] expects the record as read.
+	err := t.store.Apply(ctx, &Batch{ops: []Op{g.ops[0], g.marker}})
 	if errors.Is(err, ErrConflict) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}); err != nil {
+	// The pieces go only while the lease is surely held.
+	hold := func() error { return t.holdLease(ctx, l, o) }
+	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
 		return false, err
 	}
-	guard := append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: marker.Key, Value: marker.Value}, Op{Kind: OpDelete, Key: marker.Key})
-	err = t.store.Apply(ctx, &Batch{ops: guard})
+	err = t.store.Apply(ctx, &Batch{ops: splitGuard(g)})
 	if errors.Is(err, ErrConflict) {
 		return false, nil
 	}
@@ -681,13 +729,10 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 		if err != nil {
 			return Lag{}, err
 		}
-		c, err := decodeChange(e.Key, e.Value)
-		if err != nil {
-			return Lag{}, err
-		}
 		l.Pending++
-		if oldest.IsZero() || c.enqueued.Before(oldest) {
-			oldest = c.enqueued
+		c, err := decodeChange(e.Key, e.Value)
+		if err == nil && (oldest.IsZero() || c.enqueued.Before(oldest)) {
+			oldest = c.enqueued // a record that does not decode has no age
 		}
 	}
 	if l.Pending > 0 {

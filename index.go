@@ -348,13 +348,13 @@ func (m *indexManager) plan(ctx context.Context, s Store, b *Batch, old, new []e
 	}
 	for _, n := range new {
 		i := findEntry(old, n.key)
-		if i >= 0 {
-			if !bytes.Equal(old[i].value, n.value) {
-				b.Put(n.key, n.value)
-			}
+		if i >= 0 && bytes.Equal(old[i].value, n.value) {
 			continue
 		}
-		if n.ix.unique {
+		// A unique key is checked when it comes and, while the index is
+		// built, when its entry changes: another record may have taken it
+		// before the build reached this one.
+		if n.ix.unique && (i < 0 || IndexState(n.ix.state.Load()) != IndexReadable) {
 			if err := guardUnique(ctx, s, b, n); err != nil {
 				return err
 			}

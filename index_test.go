@@ -644,7 +644,7 @@ func (s scopedStore) Atomicity() it.Atomicity { return s.scope }
 
 func TestWritesRespectTheAtomicityScope(t *testing.T) {
 	ctx := context.Background()
-	s := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 4}}
+	s := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 5}}
 	tbl := openPeople(t, s)
 	// The record and its entries do not fit, and the unique index cannot
 	// be checked through the queue: nothing is written.
@@ -667,6 +667,16 @@ func TestWritesRespectTheAtomicityScope(t *testing.T) {
 	require.NoError(t, err)
 	_, err = plain.Insert(ctx, person{ID: 1})
 	require.NoError(t, err)
+
+	// A write falls back only if a maintainer can apply its change: with
+	// four operations a batch, it could not remove the change record and a
+	// marker while expecting the record.
+	tight := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 4}}
+	tbl = openPeople(t, tight)
+	_, err = tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
+	require.ErrorIs(t, err, it.ErrInvalidBatch)
+	assert.Contains(t, err.Error(), "with room for a maintainer")
+	require.Empty(t, storeDump(t, tight))
 }
 
 func TestWritesTouchOnlyTheEntriesThatChange(t *testing.T) {
