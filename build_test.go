@@ -176,3 +176,34 @@ func TestWriteOnlyUniqueIndexKeepsOtherRecordsKeys(t *testing.T) {
 	_, err = tbl.Insert(ctx, person{ID: 9, Email: "a"})
 	require.ErrorIs(t, err, it.ErrUniqueViolation)
 }
+
+// TestWriteOnlyUniqueIndexChecksChangedEntries: during the build of a
+// unique full-copy index, a record the build has not reached keeps a key
+// that a record behind the cursor took meanwhile, and changes another
+// field: its entry would overwrite the other record's, so the write is
+// refused, and the build then reports the duplicate.
+func TestWriteOnlyUniqueIndexChecksChangedEntries(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	plain := openWith(t, s)
+	for _, p := range []person{{ID: 1}, {ID: 2, Email: "y"}, {ID: 5, Email: "x"}} {
+		_, err := plain.Insert(ctx, p)
+		require.NoError(t, err)
+	}
+	email := indexByName("email")
+	email.Strategy = it.FullCopy
+	tbl := openWith(t, s, email)
+	once := false
+	err := tbl.Build(ctx, it.BuildOptions{ChunkSize: 1, Progress: func(p it.BuildProgress) {
+		if once || p.Done != 2 {
+			return
+		}
+		once = true
+		_, err := tbl.Update(ctx, person{ID: 2, Email: "x"}) // behind the cursor: "x" looks free
+		require.NoError(t, err)
+		_, err = tbl.Update(ctx, person{ID: 5, Email: "x", Name: "new"}) // ahead of it
+		require.ErrorIs(t, err, it.ErrUniqueViolation)
+	}})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["email"].State)
+}

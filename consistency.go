@@ -39,10 +39,10 @@ import (
 // does not fit the store's atomicity scope (Store.Atomicity; for instance a
 // store whose transactions stay within one partition), the write commits
 // the fact record with a change record instead, and every non-unique index
-// follows it eventually. The fact record and its change record must fit
-// one batch, and a write that changes a unique index's entries cannot fall
-// back (its uniqueness would go unchecked): such writes fail with
-// ErrInvalidBatch and write nothing. On such a store, reads of any index
+// follows it eventually. What a maintainer will need to apply the change
+// must fit one batch (see worstGuard), and a write that changes a unique
+// index's entries cannot fall back (its uniqueness would go unchecked):
+// such writes fail with ErrInvalidBatch and write nothing. On such a store, reads of any index
 // check for staleness as reads of an Eventual index do.
 
 // Consistency says when an index follows a write to its fact table.
@@ -185,8 +185,8 @@ type MaintainerOptions struct {
 	// maintainer for all. Every maintainer of a table must use the same
 	// Partitions.
 	Partition, Partitions int
-	// BatchSize is how many change records a maintainer reads, and at most
-	// applies, in one store batch; 0 means 256.
+	// BatchSize is how many change records a maintainer reads at a time,
+	// and at most applies in one store batch; 0 means 256.
 	BatchSize int
 	// MaxIdle is the longest wait between two looks at an empty queue; 0
 	// means 100ms. A write through the same Table wakes one of its
@@ -198,8 +198,8 @@ type MaintainerOptions struct {
 	// nil logs nothing.
 	Logger *slog.Logger
 	// LeaseTTL is how long a maintainer's hold on its partition lasts
-	// between renewals (one per BatchSize changes), on a store with
-	// bounded atomicity; 0 means 30s. See RunMaintainer.
+	// without renewal, on a store with bounded atomicity; 0 means 30s. See
+	// RunMaintainer.
 	LeaseTTL time.Duration
 
 	owner uint64 // identifies this maintainer in its lease
@@ -241,12 +241,13 @@ func (o *MaintainerOptions) defaults() error {
 // (where a table may queue changes even without an Eventual index, by the
 // fallback rule, so a maintainer must run) one record's mutations may take
 // several batches, and two maintainers must not interleave them: there a
-// maintainer holds a lease on its partition, renewed every BatchSize
-// changes and valid for LeaseTTL, and a maintainer that finds its
-// partition leased waits (ApplyPending returns an error wrapping
-// ErrConflict). A maintainer that dies holds its partition until the lease
-// expires. As with any lease, this assumes a pass is not paused for longer
-// than LeaseTTL between two renewals.
+// maintainer holds a lease on its partition, valid for LeaseTTL and renewed
+// before each chunk of changes and each piece of mutations when less than
+// half of it is left, and a maintainer that finds its partition leased
+// waits (ApplyPending returns an error wrapping ErrConflict). A maintainer
+// that dies holds its partition until the lease expires. As with any
+// lease, this assumes clocks that agree, and no pause longer than half the
+// LeaseTTL between a check of the lease and the write it allows.
 func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) error {
 	if err := opts.defaults(); err != nil {
 		return err

@@ -518,3 +518,89 @@ func TestManyChangesOfOneRecordOnABoundedStore(t *testing.T) {
 	require.Equal(t, 1, n)
 	assert.Contains(t, logged.String(), "change record cannot be read")
 }
+
+// markerStore is a memory store with a bounded atomicity scope that runs
+// afterMarker once, right after a maintainer's split apply wrote its
+// marker (a batch of an expectation and one put into the queue).
+type markerStore struct {
+	*it.MemoryStore
+	scope       it.Atomicity
+	afterMarker func()
+}
+
+func (s *markerStore) Atomicity() it.Atomicity { return s.scope }
+
+func (s *markerStore) Apply(ctx context.Context, b *it.Batch) error {
+	if err := s.scope.Allows(b); err != nil {
+		return err
+	}
+	err := s.MemoryStore.Apply(ctx, b)
+	ops := b.Ops()
+	if f := s.afterMarker; f != nil && err == nil && len(ops) == 2 && !ops[0].IsWrite() && ops[1].Kind == it.OpPut {
+		if k, _ := it.DecodeTuple(ops[1].Key); len(k) > 1 && k[1] == int64(3) {
+			s.afterMarker = nil
+			f()
+		}
+	}
+	return err
+}
+
+// TestLapsedLeaseStopsTheMutations: a maintainer pauses after its marker
+// for longer than its lease; another takes the partition and applies the
+// record, and a synchronous write removes a tag. The first maintainer finds
+// its lease gone before it writes a piece, and stops.
+func TestLapsedLeaseStopsTheMutations(t *testing.T) {
+	ctx := context.Background()
+	s := &markerStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
+	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
+	_, err := tbl.Insert(ctx, person{ID: 1})
+	require.NoError(t, err)
+	ten := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+	_, err = tbl.Update(ctx, person{ID: 1, Tags: ten}) // falls back
+	require.NoError(t, err)
+	const ttl = 20 * time.Millisecond
+	s.afterMarker = func() {
+		time.Sleep(2 * ttl)
+		_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{LeaseTTL: ttl})
+		require.NoError(t, err)
+		_, err = tbl.Update(ctx, person{ID: 1, Tags: ten[:9]}) // fits: synchronous
+		require.NoError(t, err)
+	}
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{LeaseTTL: ttl})
+	require.ErrorIs(t, err, it.ErrConflict)
+	assert.Contains(t, err.Error(), "lease")
+	catchUp(t, tbl)
+	require.Empty(t, collect(t, tbl, it.Query{Index: "tags", Eq: it.Tuple{"j"}, Covered: true}))
+	requireNoDrift(t, tbl)
+}
+
+// TestSplitAppliesUnderAByteBound: with a bound on batch bytes, the
+// marker's own size decides whether a split apply fits; every change is
+// applied and no marker is left, whatever the record's size.
+func TestSplitAppliesUnderAByteBound(t *testing.T) {
+	ctx := context.Background()
+	queued, refused := 0, 0
+	for maxBytes := 300; maxBytes <= 1500; maxBytes += 10 {
+		s := &markerStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxBytes: maxBytes}}
+		// Each tag's entry is a full copy: the synchronous batch is many
+		// copies of the record, the maintainer's few.
+		tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.FullCopy})
+		for i := range 4 {
+			p := person{ID: 1, Tags: []string{"a", "b", "c", "d", "e", fmt.Sprint(i)}, Note: strings.Repeat("n", 10*i)}
+			_, err := tbl.Upsert(ctx, p)
+			if errors.Is(err, it.ErrInvalidBatch) {
+				refused++ // refused whole: nothing to apply
+				continue
+			}
+			require.NoError(t, err, "MaxBytes %d", maxBytes)
+		}
+		lag, err := tbl.Lag(ctx)
+		require.NoError(t, err)
+		queued += lag.Pending
+		catchUp(t, tbl)
+		requireNoDrift(t, tbl)
+	}
+	t.Logf("%d changes queued, %d writes refused", queued, refused)
+	require.Positive(t, queued)
+	require.Positive(t, refused)
+}

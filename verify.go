@@ -33,7 +33,8 @@ const (
 	// DriftDangling: an entry whose record does not exist.
 	DriftDangling
 	// DriftUniqueViolation: two records have one key in a unique index.
-	// Repair cannot choose between them and leaves it.
+	// Repair leaves it. When neither has the entry, the first record read
+	// is DriftMissing (Repair gives it the key) and the second this.
 	DriftUniqueViolation
 )
 
