@@ -107,6 +107,10 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 		}
 		b.Put(key, c.encode())
 		if err := t.store.Atomicity().Allows(&b); err != nil {
+			if chunk > 1 && n > 1 {
+				chunk = max(n/2, 1)
+				continue
+			}
 			return fmt.Errorf("a chunk of records and their entries does not fit the store's atomicity scope: %w", err)
 		}
 		err = t.store.Apply(ctx, &b)

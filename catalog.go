@@ -273,6 +273,33 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 	return nil
 }
 
+// sameCatalog returns an error wrapping ErrInvalidSchema when the catalog
+// names other indexes, or other generations, than the table was opened
+// with.
+func (t *Table[T]) sameCatalog(ctx context.Context) error {
+	space := appendInt(bytes.Clone(t.prefix), spaceCatalog)
+	live := 0
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
+		if err != nil {
+			return err
+		}
+		c, err := decodeCatalogEntry(e.Value)
+		if err != nil || c.state == indexDropped {
+			continue
+		}
+		live++
+		name, _, _ := DecodeElement(e.Key[len(space):])
+		s, _ := name.(string)
+		if ix := t.indexes.lookup(s); ix == nil || ix.gen != c.gen {
+			return fmt.Errorf("%w: table %q: index %q was defined anew since the table was opened; reopen it", ErrInvalidSchema, t.name, s)
+		}
+	}
+	if live != len(t.indexes.indexes) {
+		return fmt.Errorf("%w: table %q: its indexes were changed since the table was opened; reopen it", ErrInvalidSchema, t.name)
+	}
+	return nil
+}
+
 // IndexStatus returns the catalog's record of each of the table's indexes,
 // in schema order.
 func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {

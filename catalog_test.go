@@ -257,3 +257,38 @@ func TestDroppedGenerationsAreNeverReused(t *testing.T) {
 	require.Len(t, collect(t, again, it.Query{Index: "town_name", Eq: it.Tuple{"R"}}), 2)
 	requireNoDrift(t, again)
 }
+
+// TestMaintainerOfAnOlderSchemaStops: a maintainer whose table was opened
+// before an index was added would apply changes without it; it stops.
+func TestMaintainerOfAnOlderSchemaStops(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	town := indexByName("town")
+	town.Consistency = it.Eventual
+	old := openWith(t, s, town)
+	name := indexByName("name")
+	name.Consistency = it.Eventual
+	current := openWith(t, s, town, name)
+	_, err := current.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
+	require.NoError(t, err)
+	_, err = old.ApplyPending(ctx, it.MaintainerOptions{})
+	require.ErrorIs(t, err, it.ErrInvalidSchema)
+	require.ErrorIs(t, old.RunMaintainer(ctx, it.MaintainerOptions{}), it.ErrInvalidSchema)
+	catchUp(t, current)
+	require.Len(t, collect(t, current, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
+}
+
+// TestBuildFitsChunksToTheAtomicityScope: a store that takes at most ten
+// operations a batch gets chunks small enough.
+func TestBuildFitsChunksToTheAtomicityScope(t *testing.T) {
+	ctx := context.Background()
+	s := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 10}}
+	plain := openWith(t, s)
+	for i := range 30 {
+		_, err := plain.Insert(ctx, person{ID: i, Town: towns[i%3]})
+		require.NoError(t, err)
+	}
+	tbl := openWith(t, s, indexByName("town"))
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	requireNoDrift(t, tbl)
+}

@@ -233,7 +233,10 @@ func (o *MaintainerOptions) defaults() error {
 // RunMaintainer applies the table's queued changes to its indexes until ctx
 // is done, then returns ctx's error. It waits when the queue is empty and
 // backs off (exponentially, with jitter) after a store error, which it
-// logs. Start it once per partition, in any process.
+// logs. Start it once per partition, in any process. It stops with an error
+// wrapping ErrInvalidSchema when the catalog no longer matches the schema
+// the table was opened with: a maintainer of an older schema would apply
+// changes without the indexes added since.
 //
 // Several maintainers never corrupt an index. On a store with unbounded
 // atomicity each record's changes are applied by one conditional batch, so
@@ -262,6 +265,8 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 		switch {
 		case errors.Is(err, errLeaseHeld):
 			wait = opts.MaxIdle // another maintainer has the partition
+		case errors.Is(err, ErrInvalidSchema):
+			return err // only reopening the table helps
 		case err != nil:
 			backoff = min(max(2*backoff, 10*time.Millisecond), opts.MaxBackoff)
 			wait = backoff/2 + rand.N(backoff/2+1)
@@ -301,6 +306,9 @@ func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (in
 }
 
 func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int, error) {
+	if err := t.sameCatalog(ctx); err != nil {
+		return 0, err
+	}
 	var l *lease
 	if bounded(t.store.Atomicity()) {
 		// An idle maintainer does not write its lease.
