@@ -192,19 +192,29 @@ func (t *Table[T]) loadCatalog(ctx context.Context) error {
 	}
 }
 
-func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
+// readCatalogEntries returns the table's catalog entries by index name, as
+// stored.
+func (t *Table[T]) readCatalogEntries(ctx context.Context) (map[string][]byte, error) {
 	space := appendInt(bytes.Clone(t.prefix), spaceCatalog)
 	stored := map[string][]byte{}
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
 		if err != nil {
-			return err
+			return nil, err
 		}
 		name, _, err := DecodeElement(e.Key[len(space):])
 		s, ok := name.(string)
 		if err != nil || !ok {
-			return fmt.Errorf("%w: catalog key %q", ErrCodec, e.Key)
+			return nil, fmt.Errorf("%w: catalog key %q", ErrCodec, e.Key)
 		}
 		stored[s] = bytes.Clone(e.Value)
+	}
+	return stored, nil
+}
+
+func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
+	stored, err := t.readCatalogEntries(ctx)
+	if err != nil {
+		return err
 	}
 	empty := true
 	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), Limit: 1}) {
@@ -277,21 +287,19 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 // names other indexes, or other generations, than the table was opened
 // with.
 func (t *Table[T]) sameCatalog(ctx context.Context) error {
-	space := appendInt(bytes.Clone(t.prefix), spaceCatalog)
+	stored, err := t.readCatalogEntries(ctx)
+	if err != nil {
+		return err
+	}
 	live := 0
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
-		if err != nil {
-			return err
-		}
-		c, err := decodeCatalogEntry(e.Value)
+	for name, v := range stored {
+		c, err := decodeCatalogEntry(v)
 		if err != nil || c.state == indexDropped {
 			continue
 		}
 		live++
-		name, _, _ := DecodeElement(e.Key[len(space):])
-		s, _ := name.(string)
-		if ix := t.indexes.lookup(s); ix == nil || ix.gen != c.gen {
-			return fmt.Errorf("%w: table %q: index %q was defined anew since the table was opened; reopen it", ErrInvalidSchema, t.name, s)
+		if ix := t.indexes.lookup(name); ix == nil || ix.gen != c.gen {
+			return fmt.Errorf("%w: table %q: index %q was defined anew since the table was opened; reopen it", ErrInvalidSchema, t.name, name)
 		}
 	}
 	if live != len(t.indexes.indexes) {

@@ -420,26 +420,36 @@ func TestOverlappingMaintainers(t *testing.T) {
 	requireNoDrift(t, tbl)
 }
 
-// splitStore is a memory store with a bounded atomicity scope that runs
-// beforeMutations once, before the first batch that has no expectation:
-// the first piece of a maintainer's split apply.
-type splitStore struct {
+// hookedStore is a memory store with a bounded atomicity scope, which it
+// enforces, and hooks into a maintainer's split apply: afterMarker runs
+// once, right after the marker is written (a batch of an expectation and
+// one put into the queue), and beforeMutations once, before the first
+// batch without an expectation (the first piece of mutations).
+type hookedStore struct {
 	*it.MemoryStore
-	scope           it.Atomicity
-	beforeMutations func()
+	scope                        it.Atomicity
+	afterMarker, beforeMutations func()
 }
 
-func (s *splitStore) Atomicity() it.Atomicity { return s.scope }
+func (s *hookedStore) Atomicity() it.Atomicity { return s.scope }
 
-func (s *splitStore) Apply(ctx context.Context, b *it.Batch) error {
+func (s *hookedStore) Apply(ctx context.Context, b *it.Batch) error {
 	if err := s.scope.Allows(b); err != nil {
 		return err
 	}
-	if f := s.beforeMutations; f != nil && !slices.ContainsFunc(b.Ops(), func(op it.Op) bool { return !op.IsWrite() }) {
+	ops := b.Ops()
+	if f := s.beforeMutations; f != nil && !slices.ContainsFunc(ops, func(op it.Op) bool { return !op.IsWrite() }) {
 		s.beforeMutations = nil
 		f()
 	}
-	return s.MemoryStore.Apply(ctx, b)
+	err := s.MemoryStore.Apply(ctx, b)
+	if f := s.afterMarker; f != nil && err == nil && len(ops) == 2 && !ops[0].IsWrite() && ops[1].Kind == it.OpPut {
+		if k, _ := it.DecodeTuple(ops[1].Key); len(k) > 1 && k[1] == int64(3) {
+			s.afterMarker = nil
+			f()
+		}
+	}
+	return err
 }
 
 // TestSplitApplyRacingASynchronousWrite: on a bounded store, a write that
@@ -448,7 +458,7 @@ func (s *splitStore) Apply(ctx context.Context, b *it.Batch) error {
 // the maintainer wrote first makes the next pass delete it.
 func TestSplitApplyRacingASynchronousWrite(t *testing.T) {
 	ctx := context.Background()
-	s := &splitStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
 	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
 	_, err := tbl.Insert(ctx, person{ID: 1})
 	require.NoError(t, err)
@@ -469,7 +479,7 @@ func TestSplitApplyRacingASynchronousWrite(t *testing.T) {
 // and its mutations, finds the partition leased and leaves it.
 func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 	ctx := context.Background()
-	s := &splitStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy, Consistency: it.Eventual})
 	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R"})
 	require.NoError(t, err)
@@ -495,7 +505,7 @@ func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 // record whose changes cannot be applied does not hold up the others.
 func TestManyChangesOfOneRecordOnABoundedStore(t *testing.T) {
 	ctx := context.Background()
-	s := &splitStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 20}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 20}}
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Consistency: it.Eventual})
 	for i := range 15 {
 		_, err := tbl.Upsert(ctx, person{ID: 1, Town: fmt.Sprint("T", i)})
@@ -519,39 +529,13 @@ func TestManyChangesOfOneRecordOnABoundedStore(t *testing.T) {
 	assert.Contains(t, logged.String(), "change record cannot be read")
 }
 
-// markerStore is a memory store with a bounded atomicity scope that runs
-// afterMarker once, right after a maintainer's split apply wrote its
-// marker (a batch of an expectation and one put into the queue).
-type markerStore struct {
-	*it.MemoryStore
-	scope       it.Atomicity
-	afterMarker func()
-}
-
-func (s *markerStore) Atomicity() it.Atomicity { return s.scope }
-
-func (s *markerStore) Apply(ctx context.Context, b *it.Batch) error {
-	if err := s.scope.Allows(b); err != nil {
-		return err
-	}
-	err := s.MemoryStore.Apply(ctx, b)
-	ops := b.Ops()
-	if f := s.afterMarker; f != nil && err == nil && len(ops) == 2 && !ops[0].IsWrite() && ops[1].Kind == it.OpPut {
-		if k, _ := it.DecodeTuple(ops[1].Key); len(k) > 1 && k[1] == int64(3) {
-			s.afterMarker = nil
-			f()
-		}
-	}
-	return err
-}
-
 // TestLapsedLeaseStopsTheMutations: a maintainer pauses after its marker
 // for longer than its lease; another takes the partition and applies the
 // record, and a synchronous write removes a tag. The first maintainer finds
 // its lease gone before it writes a piece, and stops.
 func TestLapsedLeaseStopsTheMutations(t *testing.T) {
 	ctx := context.Background()
-	s := &markerStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
 	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
 	_, err := tbl.Insert(ctx, person{ID: 1})
 	require.NoError(t, err)
@@ -581,7 +565,7 @@ func TestSplitAppliesUnderAByteBound(t *testing.T) {
 	ctx := context.Background()
 	queued, refused := 0, 0
 	for maxBytes := 300; maxBytes <= 1500; maxBytes += 10 {
-		s := &markerStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxBytes: maxBytes}}
+		s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxBytes: maxBytes}}
 		// Each tag's entry is a full copy: the synchronous batch is many
 		// copies of the record, the maintainer's few.
 		tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.FullCopy})

@@ -247,8 +247,9 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 		opt(&o)
 	}
 	pk := factKey[len(t.factSpace):]
+	queueing := t.indexes.queueing()
 	ops := 2 + 2*len(newEntries) // the record, its guard, the entries and theirs
-	if t.indexes.queueing() {
+	if queueing {
 		ops++ // a change record
 	}
 	b := Batch{ops: make([]Op, 0, ops)}
@@ -305,7 +306,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 				t.enqueue(&b, pk, oldValue, exists, scope)
 			}
 		}
-		queued := t.indexes.queueing()
+		queued := queueing
 		if queued {
 			writeFact(scopeEventual)
 		} else {
