@@ -523,11 +523,18 @@ func (f *fetcher[T]) fetch(ctx context.Context) error {
 // whether it still owns the entry: a record that is gone, or that changed
 // after the entry was read, is left out.
 func (f *fetcher[T]) decode(i int, rec *T) (bool, error) {
-	v := f.values[i]
-	if v == nil {
+	p := f.pending[i]
+	return f.decodeOwner(f.values[i], f.buf[p.mid:p.end], f.buf[p.start+len(f.t.factSpace):p.mid], rec)
+}
+
+// decodeOwner decodes into rec the fact record fact (nil: gone), with
+// encoded primary key pk, and reports whether it still has the entry
+// entryKey.
+func (f *fetcher[T]) decodeOwner(fact, entryKey, pk []byte, rec *T) (bool, error) {
+	if fact == nil {
 		return false, nil
 	}
-	_, payload, err := splitFact(v)
+	_, payload, err := splitFact(fact)
 	if err == nil {
 		err = f.t.codec.Unmarshal(payload, rec)
 	}
@@ -541,8 +548,7 @@ func (f *fetcher[T]) decode(i int, rec *T) (bool, error) {
 	if len(f.ownKeys) == 1 {
 		f.scratch = f.ownKeys[0]
 	}
-	p := f.pending[i]
-	return ownsEntry(f.ix, f.ownKeys, f.buf[p.mid:p.end], f.buf[p.start+len(f.t.factSpace):p.mid]), nil
+	return ownsEntry(f.ix, f.ownKeys, entryKey, pk), nil
 }
 
 // ownsEntry reports whether the record with encoded primary key pk, whose
@@ -576,26 +582,16 @@ func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) 
 		return false, err
 	}
 	f := &rd.f
+	f.t, f.ix = t, ix
 	f.scratch = append(append(f.scratch[:0], t.factSpace...), pk...)
 	fact, err := t.store.Get(ctx, f.scratch)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		fact = nil
+	case err != nil:
 		return false, err
 	}
-	_, payload, err := splitFact(fact)
-	if err == nil {
-		err = t.codec.Unmarshal(payload, &rd.rec)
-	}
-	if err != nil {
-		return false, fmt.Errorf("table %q: decode record: %w", t.name, err)
-	}
-	f.ownKeys, err = ix.keys(f.ownKeys[:0], reflect.ValueOf(&rd.rec).Elem(), nil)
-	if err != nil {
-		return false, err
-	}
-	return ownsEntry(ix, f.ownKeys, e.Key, pk), nil
+	return f.decodeOwner(fact, e.Key, pk, &rd.rec)
 }
 
 // mayBePending reports whether entry e may belong to a record of
