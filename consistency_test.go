@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/countingstore"
 	"github.com/indextable/indextable/internal/faultstore"
 )
 
@@ -587,4 +588,17 @@ func TestSplitAppliesUnderAByteBound(t *testing.T) {
 	t.Logf("%d changes queued, %d writes refused", queued, refused)
 	require.Positive(t, queued)
 	require.Positive(t, refused)
+}
+
+// TestIdleMaintainerTakesNoLease: on a bounded store, a pass over an empty
+// queue writes nothing, not even its lease.
+func TestIdleMaintainerTakesNoLease(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(partitionedStore(it.NewMemoryStore()))
+	tbl := openWith(t, s, eventualIndexes(personIndexes())...)
+	before := s.Counts()
+	n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Zero(t, s.Counts().Sub(before).Applies)
 }
