@@ -1,0 +1,464 @@
+// Package pebblestore is an indextable.Store on Pebble, the LSM engine of
+// CockroachDB: a table and its index tables persist in one directory, and
+// survive a crash of the process.
+//
+//	s, err := pebblestore.Open("data", pebblestore.Options{})
+//	...
+//	customers, err := indextable.Open(ctx, s, schema)
+//
+// Tables share the directory as key prefixes (the table's name starts each
+// of its keys), so one Store holds any number of tables. A batch is one
+// Pebble batch: it commits all-or-nothing, and by default waits until it is
+// durable. Open takes the directory's lock: a second Open of a directory
+// that a store holds, in this process or another, fails with ErrLocked.
+//
+// The package lives in a module of its own, so that the indextable core
+// never depends on Pebble.
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"iter"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/indextable/indextable"
+)
+
+// ErrLocked reports a directory that another open store holds, in this
+// process or in another one.
+var ErrLocked = errors.New("pebblestore: directory in use")
+
+// Options configures Open. The zero value is a durable store with Pebble's
+// defaults and bloom filters for point reads.
+type Options struct {
+	// NoSync commits batches without waiting for the write-ahead log to reach
+	// the disk. Bulk loads run several times faster, but a crash of the
+	// process or the machine may lose the most recent acknowledged batches
+	// (never part of one: recovery stops at the first torn batch).
+	NoSync bool
+	// Pebble tunes the engine; nil means Pebble's defaults. Open uses a copy
+	// and sets its Logger when Logger is set. Its FS and Lock are ignored.
+	Pebble *pebble.Options
+	// Logger receives Pebble's messages: informational ones at Debug level,
+	// errors at Error level. Nil drops them.
+	Logger *slog.Logger
+}
+
+// Store is an indextable.Store on a Pebble database. It is safe for
+// concurrent use.
+type Store struct {
+	dir  string
+	wo   *pebble.WriteOptions
+	seed maphash.Seed
+
+	mu   sync.RWMutex // held to read by every call on db, to write by Close
+	db   *pebble.DB   // nil once closed
+	lock *pebble.Lock
+
+	// stripes serialise batches that share a key, so that a batch's
+	// expectations still hold when it commits: Pebble has no conditional
+	// writes. Batches on disjoint keys commit concurrently, and Pebble
+	// syncs them together.
+	stripes [stripeCount]sync.Mutex
+}
+
+const (
+	stripeCount = 256
+	firstChunk  = 16   // entries in a scan's first chunk
+	maxChunk    = 1024 // most entries one iterator reads before it is closed
+)
+
+var _ indextable.Store = (*Store)(nil)
+
+// Open opens the store in dir, creating the directory and an empty store if
+// needed. It fails with an error wrapping ErrLocked when another store holds
+// dir.
+func Open(dir string, opts Options) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebblestore: %w", err)
+	}
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		if isLockHeld(err) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
+		}
+		return nil, fmt.Errorf("pebblestore: locking %s: %w", dir, err)
+	}
+	po := &pebble.Options{}
+	if opts.Pebble != nil {
+		po = opts.Pebble.Clone()
+	} else {
+		for i := range po.Levels {
+			po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		}
+	}
+	po.FS, po.Lock = vfs.Default, lock
+	if opts.Logger != nil || po.Logger == nil {
+		po.Logger = slogLogger{opts.Logger}
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, wo: pebble.Sync, seed: maphash.MakeSeed(), db: db, lock: lock}
+	if opts.NoSync {
+		s.wo = pebble.NoSync
+	}
+	return s, nil
+}
+
+// isLockHeld reports whether err is Pebble's refusal of a held lock: the
+// operating system's (another process) or its own (this process).
+func isLockHeld(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
+		strings.Contains(err.Error(), "lock held by current process")
+}
+
+// DB returns the underlying Pebble database, for metrics, checkpoints and
+// compactions. Writing to it directly bypasses the store's conditional
+// batches and the indexes. It returns nil once the store is closed.
+func (s *Store) DB() *pebble.DB {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db
+}
+
+// Dir returns the directory the store was opened in.
+func (s *Store) Dir() string { return s.dir }
+
+// open returns the database under the read lock, or an error for a done
+// context or a closed store; the caller must call s.mu.RUnlock when err is
+// nil.
+func (s *Store) open(ctx context.Context) (*pebble.DB, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pebblestore: %w", err)
+	}
+	s.mu.RLock()
+	if s.db == nil {
+		s.mu.RUnlock()
+		return nil, fmt.Errorf("pebblestore: %w", indextable.ErrClosed)
+	}
+	return s.db, nil
+}
+
+// Get returns a copy of the value stored under key, or an error wrapping
+// indextable.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
+	db, err := s.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	v, err := get(db, key, nil)
+	if err == nil && v == nil {
+		return nil, fmt.Errorf("pebblestore: %w", indextable.ErrNotFound)
+	}
+	return v, err
+}
+
+// get appends the value of key to dst and returns it (non-nil), or nil when
+// key is absent.
+func get(db *pebble.DB, key, dst []byte) ([]byte, error) {
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: get: %w", err)
+	}
+	if dst == nil {
+		dst = make([]byte, 0, len(v))
+	}
+	dst = append(dst, v...)
+	closer.Close()
+	return dst, nil
+}
+
+// GetMany appends copies of the values stored under keys to dst, in the
+// order of keys, with nil for each absent key. The values share one
+// allocation.
+func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
+	db, err := s.open(ctx)
+	if err != nil {
+		return dst, err
+	}
+	defer s.mu.RUnlock()
+	var buf []byte
+	for _, k := range keys {
+		// Values are appended to buf and sliced from it; when buf must grow,
+		// the values before it keep the old array, which stays valid.
+		start := len(buf)
+		v, err := get(db, k, buf)
+		if err != nil {
+			return dst, err
+		}
+		if v == nil {
+			dst = append(dst, nil)
+			continue
+		}
+		buf = v
+		dst = append(dst, buf[start:len(buf):len(buf)])
+	}
+	return dst, nil
+}
+
+// Scan yields the entries of r. It reads up to 1,024 entries at a time
+// with one Pebble iterator, which it closes before yielding them, so the
+// loop body may take its time and call the store; each chunk resumes after
+// the last key yielded. Chunks start small, so that a short scan reads
+// little.
+func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[indextable.Entry, error] {
+	return func(yield func(indextable.Entry, error) bool) {
+		var (
+			chunk         chunk
+			after         = r.After
+			left, n, last = r.Limit, firstChunk, false
+		)
+		for !last {
+			if r.Limit > 0 && left < n {
+				n = left
+			}
+			if err := s.readChunk(ctx, r, after, n, &chunk); err != nil {
+				yield(indextable.Entry{}, err)
+				return
+			}
+			for _, e := range chunk.entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			left -= len(chunk.entries)
+			last = len(chunk.entries) < n || (r.Limit > 0 && left == 0)
+			if !last {
+				after = append(chunk.after[:0], chunk.entries[len(chunk.entries)-1].Key...)
+				chunk.after = after
+				n = min(2*n, maxChunk)
+			}
+		}
+	}
+}
+
+// chunk holds the entries of one iterator's read, copied into buf.
+type chunk struct {
+	entries []indextable.Entry
+	buf     []byte
+	offsets []int // key and value ends in buf, two per entry
+	after   []byte
+}
+
+// readChunk reads into c up to n entries of r that come strictly after after
+// in scan order (from the start of r when after is nil).
+func (s *Store) readChunk(ctx context.Context, r indextable.ScanRange, after []byte, n int, c *chunk) error {
+	c.entries, c.buf, c.offsets = c.entries[:0], c.buf[:0], c.offsets[:0]
+	if empty(r, after) {
+		return nil
+	}
+	db, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: r.Start, UpperBound: r.End})
+	if err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	var valid bool
+	switch {
+	case r.Reverse && after != nil && (r.End == nil || bytes.Compare(after, r.End) < 0):
+		valid = it.SeekLT(after)
+	case r.Reverse:
+		valid = it.Last()
+	case after != nil && (r.Start == nil || bytes.Compare(after, r.Start) >= 0):
+		if valid = it.SeekGE(after); valid && bytes.Equal(it.Key(), after) {
+			valid = it.Next()
+		}
+	default:
+		valid = it.First()
+	}
+	for ; valid && len(c.offsets) < 2*n; valid = step(it, r.Reverse) {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			break
+		}
+		c.buf = append(c.buf, it.Key()...)
+		c.offsets = append(c.offsets, len(c.buf))
+		c.buf = append(c.buf, v...)
+		c.offsets = append(c.offsets, len(c.buf))
+	}
+	err = errors.Join(it.Error(), it.Close())
+	if err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	start := 0
+	for i := 0; i < len(c.offsets); i += 2 {
+		k, v := c.offsets[i], c.offsets[i+1]
+		c.entries = append(c.entries, indextable.Entry{Key: c.buf[start:k:k], Value: c.buf[k:v:v]})
+		start = v
+	}
+	return nil
+}
+
+// empty reports a scan that can yield nothing: inverted bounds, or a resume
+// point past the end of the range. Pebble's iterators require neither, and
+// take an empty End for no bound at all.
+func empty(r indextable.ScanRange, after []byte) bool {
+	if r.End != nil && (len(r.End) == 0 || r.Start != nil && bytes.Compare(r.Start, r.End) >= 0) {
+		return true
+	}
+	if after == nil {
+		return false
+	}
+	if r.Reverse {
+		return r.Start != nil && bytes.Compare(after, r.Start) <= 0
+	}
+	return r.End != nil && bytes.Compare(after, r.End) >= 0
+}
+
+func step(it *pebble.Iterator, reverse bool) bool {
+	if reverse {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+// Apply applies b as one Pebble batch. It locks the stripes of b's keys,
+// checks every expectation, and commits the writes; a failed expectation
+// returns an error wrapping indextable.ErrConflict that names the key, and
+// nothing is written. The commit is durable unless the store was opened
+// with NoSync.
+func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
+	if err := indextable.CheckBatch(b); err != nil {
+		return fmt.Errorf("pebblestore: %w", err)
+	}
+	ops := b.Ops()
+	if len(ops) == 0 {
+		if _, err := s.open(ctx); err != nil {
+			return err
+		}
+		s.mu.RUnlock()
+		return nil
+	}
+	stripes := s.lockStripes(ops)
+	defer s.unlockStripes(stripes)
+	db, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	var buf []byte
+	for _, op := range ops {
+		switch op.Kind {
+		case indextable.OpExpectValue, indextable.OpExpectAbsent:
+			v, err := get(db, op.Key, buf[:0])
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				buf = v
+			}
+			if op.Kind == indextable.OpExpectAbsent && v != nil {
+				return fmt.Errorf("pebblestore: %w: key %q exists", indextable.ErrConflict, op.Key)
+			}
+			if op.Kind == indextable.OpExpectValue && (v == nil || !bytes.Equal(v, op.Value)) {
+				return fmt.Errorf("pebblestore: %w: key %q does not hold the expected value", indextable.ErrConflict, op.Key)
+			}
+		}
+	}
+	pb := db.NewBatch()
+	defer pb.Close()
+	for _, op := range ops {
+		switch op.Kind {
+		case indextable.OpPut:
+			err = pb.Set(op.Key, op.Value, nil)
+		case indextable.OpDelete:
+			err = pb.Delete(op.Key, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("pebblestore: batch: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebblestore: %w", err)
+	}
+	if err := pb.Commit(s.wo); err != nil {
+		return fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	return nil
+}
+
+// lockStripes locks the stripes of the keys of ops, in ascending order so
+// that two batches cannot deadlock, and returns them for unlockStripes.
+func (s *Store) lockStripes(ops []indextable.Op) []int {
+	stripes := make([]int, 0, len(ops))
+	for _, op := range ops {
+		stripes = append(stripes, int(maphash.Bytes(s.seed, op.Key)%stripeCount))
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		s.stripes[i].Lock()
+	}
+	return stripes
+}
+
+func (s *Store) unlockStripes(stripes []int) {
+	for _, i := range stripes {
+		s.stripes[i].Unlock()
+	}
+}
+
+// Atomicity is unbounded: Pebble commits a batch of any size atomically.
+func (s *Store) Atomicity() indextable.Atomicity { return indextable.Atomicity{} }
+
+// Close waits for calls in progress, closes the database and releases the
+// directory. A second Close returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	err = errors.Join(err, s.lock.Close())
+	if err != nil {
+		return fmt.Errorf("pebblestore: close: %w", err)
+	}
+	return nil
+}
+
+// slogLogger adapts a *slog.Logger, possibly nil, to Pebble's Logger.
+type slogLogger struct{ l *slog.Logger }
+
+func (l slogLogger) Infof(format string, args ...any) {
+	if l.l != nil {
+		l.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+	}
+}
+
+func (l slogLogger) Errorf(format string, args ...any) {
+	if l.l != nil {
+		l.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	}
+}
+
+// Fatalf logs and panics: Pebble calls it on corruption it cannot survive,
+// and expects it not to return.
+func (l slogLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.Errorf("%s", msg)
+	panic("pebble: " + msg)
+}
