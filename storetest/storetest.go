@@ -82,8 +82,10 @@ var suite = []struct {
 	{"Atomicity", testAtomicity},
 }
 
-// timeout bounds every step that a deadlocked store would never finish.
-const timeout = 10 * time.Second
+// timeout bounds every step that a deadlocked store would never finish. It
+// is generous: a disk store under the race detector (Pebble also turns on
+// its invariant checks then) takes seconds for the concurrent checks.
+const timeout = 60 * time.Second
 
 var bg = context.Background()
 
