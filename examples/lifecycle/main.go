@@ -7,11 +7,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"strings"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/examples/internal/examplestore"
 )
 
 // Customer is a record of the fact table.
@@ -27,24 +29,37 @@ var (
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	dir := examplestore.Flag()
+	flag.Parse()
+	store, err := examplestore.Open(*dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	if err := run(context.Background(), store); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context) error {
-	store := indextable.NewMemoryStore()
-	defer store.Close()
+func run(ctx context.Context, store indextable.Store) error {
 	schema := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}}
 
-	// A table without indexes, with 20,000 customers.
+	// A table without indexes, with 20,000 customers. In a store that
+	// outlives the run (-pebble), opening it without indexes drops those of
+	// the earlier run, and the writes reset its customers; the indexes'
+	// generations go on counting.
 	table, err := indextable.Open(ctx, store, schema)
 	if err != nil {
 		return err
 	}
+	if n, err := table.Count(ctx, indextable.Query{}); err != nil {
+		return err
+	} else if n > 0 {
+		fmt.Printf("Found %d customers from an earlier run.\n", n)
+	}
 	for i := range 20000 {
 		c := Customer{ID: i, LastName: names[i%len(names)], Town: towns[i%len(towns)]}
-		if _, err := table.Insert(ctx, c); err != nil {
+		if _, err := table.Upsert(ctx, c); err != nil {
 			return err
 		}
 	}

@@ -6,11 +6,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log"
 	"strings"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/countingstore"
 )
 
@@ -34,14 +36,20 @@ var movies = []Movie{
 }
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	dir := examplestore.Flag()
+	flag.Parse()
+	s, err := examplestore.Open(*dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if err := run(context.Background(), s); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context) error {
-	store := countingstore.New(indextable.NewMemoryStore())
-	defer store.Close()
+func run(ctx context.Context, s indextable.Store) error {
+	store := countingstore.New(s)
 	table, err := indextable.Open(ctx, store, indextable.Schema[Movie]{
 		Name:       "movies",
 		PrimaryKey: []string{"Genre", "Title"},
@@ -56,9 +64,19 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range movies {
-		if _, err := table.Insert(ctx, m); err != nil {
-			return err
+	// A store that outlives the run (-pebble) holds the movies of an
+	// earlier run, with their actor index table.
+	n, err := table.Count(ctx, indextable.Query{})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Printf("Found %d movies from an earlier run, and their actor index table.\n\n", n)
+	} else {
+		for _, m := range movies {
+			if _, err := table.Insert(ctx, m); err != nil {
+				return err
+			}
 		}
 	}
 
