@@ -188,8 +188,9 @@ func get(db *pebble.DB, key, dst []byte) ([]byte, error) {
 }
 
 // GetMany appends copies of the values stored under keys to dst, in the
-// order of keys, with nil for each absent key. The values share one
-// allocation.
+// order of keys, with nil for each absent key. The copies share a few
+// buffers instead of one allocation each. The values are read one by one,
+// not from one snapshot.
 func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
 	db, err := s.open(ctx)
 	if err != nil {
