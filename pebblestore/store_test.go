@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/pebblestore"
@@ -95,4 +97,80 @@ func TestOpenBadDirectory(t *testing.T) {
 	_, err := pebblestore.Open(file, pebblestore.Options{})
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, pebblestore.ErrLocked)
+}
+
+// TestTablesShareTheStore: tables in one store are key prefixes of it, and
+// each reopens intact.
+func TestTablesShareTheStore(t *testing.T) {
+	ctx := context.Background()
+	type customer struct{ ID, Town string }
+	type order struct {
+		ID       int
+		Customer string
+	}
+	customers := indextable.Schema[customer]{Name: "customers", PrimaryKey: []string{"ID"},
+		Indexes: []indextable.Index[customer]{{Name: "town", Fields: []string{"Town"}}}}
+	orders := indextable.Schema[order]{Name: "orders", PrimaryKey: []string{"ID"},
+		Indexes: []indextable.Index[order]{{Name: "customer", Fields: []string{"Customer"}, Strategy: indextable.FullCopy}}}
+	dir := t.TempDir()
+	for run := range 2 {
+		s := open(t, dir, pebblestore.Options{})
+		ct, err := indextable.Open(ctx, s, customers)
+		require.NoError(t, err)
+		ot, err := indextable.Open(ctx, s, orders)
+		require.NoError(t, err)
+		if run == 0 {
+			_, err = ct.Insert(ctx, customer{"C1", "Redmond"})
+			require.NoError(t, err)
+			for i := range 3 {
+				_, err = ot.Insert(ctx, order{i, "C1"})
+				require.NoError(t, err)
+			}
+		}
+		n, err := ct.Count(ctx, indextable.Query{Index: "town", Eq: indextable.Tuple{"Redmond"}})
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		n, err = ot.Count(ctx, indextable.Query{Index: "customer", Eq: indextable.Tuple{"C1"}})
+		require.NoError(t, err)
+		assert.Equal(t, 3, n)
+		for _, tb := range []interface {
+			Verify(context.Context, indextable.VerifyOptions) (*indextable.VerifyReport, error)
+		}{ct, ot} {
+			rep, err := tb.Verify(ctx, indextable.VerifyOptions{})
+			require.NoError(t, err)
+			assert.Zero(t, rep.Total())
+		}
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestCloseReleasesEverything: after Close, Pebble's goroutines have ended
+// and its files are closed.
+func TestCloseReleasesEverything(t *testing.T) {
+	ctx := context.Background()
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		return len(ents)
+	}
+	goroutines, files := runtime.NumGoroutine(), fds()
+	s := open(t, t.TempDir(), pebblestore.Options{})
+	var b indextable.Batch
+	b.Put([]byte("k"), []byte("v"))
+	require.NoError(t, s.Apply(ctx, &b))
+	require.NoError(t, s.DB().Flush())
+	for range s.Scan(ctx, indextable.ScanRange{}) {
+	}
+	require.Greater(t, runtime.NumGoroutine(), goroutines)
+	require.Greater(t, fds(), files)
+	require.NoError(t, s.Close())
+	assert.Nil(t, s.DB())
+	// Polled here: assert.Eventually adds goroutines of its own.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines || fds() > files; {
+		require.True(t, time.Now().Before(deadline), "goroutines %d (were %d), files %d (were %d)",
+			runtime.NumGoroutine(), goroutines, fds(), files)
+		time.Sleep(10 * time.Millisecond)
+	}
 }
