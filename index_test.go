@@ -708,6 +708,28 @@ func TestWritesTouchOnlyTheEntriesThatChange(t *testing.T) {
 	assert.Equal(t, int64(2+1+2+1), s.Counts().Sub(before).Ops)
 }
 
+// TestInsertIsBlind: an insert of a new record is one batch that expects
+// the record absent, without reading it first; an insert of a taken key
+// still fails with ErrExists, after a read.
+func TestInsertIsBlind(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(it.NewMemoryStore())
+	tbl := openPeople(t, s)
+	p := person{ID: 1, Name: "A", Town: "R"} // no Email: no unique key to check
+	before := s.Counts()
+	_, err := tbl.Insert(ctx, p)
+	require.NoError(t, err)
+	c := s.Counts().Sub(before)
+	assert.Equal(t, int64(0), c.Gets)
+	assert.Equal(t, int64(1), c.Applies)
+
+	before = s.Counts()
+	_, err = tbl.Insert(ctx, p)
+	require.ErrorIs(t, err, it.ErrExists)
+	c = s.Counts().Sub(before)
+	assert.Equal(t, int64(1), c.Gets)
+}
+
 func TestReadsCostWhatTheStrategySays(t *testing.T) {
 	ctx := context.Background()
 	s := countingstore.New(it.NewMemoryStore())

@@ -254,10 +254,20 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 	}
 	b := Batch{ops: make([]Op, 0, ops)}
 	for attempt := 1; ; attempt++ {
-		oldValue, err := t.store.Get(ctx, factKey)
-		exists := err == nil
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return 0, err
+		// An insert first takes the record to be absent, blind, which its
+		// batch expects: a new record (the usual case) is not read twice.
+		// A blind attempt that fails without writing (a taken key, say) is
+		// decided by one that reads the record, so errors come in the same
+		// order as if it had read.
+		blind := kind == writeInsert && attempt == 1
+		var oldValue []byte
+		exists := false
+		if !blind {
+			v, err := t.store.Get(ctx, factKey)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return 0, err
+			}
+			oldValue, exists = v, err == nil
 		}
 		var oldVersion Version
 		var oldEntries []entry
@@ -313,9 +323,12 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 			writeFact(0)
 		}
 		if err := t.indexes.plan(ctx, t.store, &b, oldEntries, newEntries); err != nil {
+			if blind {
+				continue
+			}
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
-		err = commit(ctx, t.store, &b, func() error {
+		err := commit(ctx, t.store, &b, func() error {
 			if ix := uniqueChange(oldEntries, newEntries); ix != nil {
 				return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch",
 					ErrInvalidBatch, ix.name)
@@ -332,6 +345,9 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 				}
 			}
 			return version, nil
+		}
+		if blind && (errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch)) {
+			continue // nothing was written
 		}
 		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
