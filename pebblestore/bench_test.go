@@ -1,0 +1,539 @@
+package pebblestore_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/pebblestore"
+)
+
+// BenchmarkPebble measures the Index Table pattern on Pebble at 100,000 and
+// 1,000,000 customers: a table with two indexes of one strategy, a
+// composite (Town, LastName) and a LastName index, against "raw", the same
+// records written to the same kind of store as plain Pebble batches
+// (primary key to the record, encoded with the table's codec, no index),
+// in the same run. Names are BenchmarkPebble/<records>/<strategy or
+// raw>/<op>:
+//
+//   - disk: after loading the records, a Flush and a full Compact, the live
+//     sstable (and blob file) bytes divided by the number of records, as
+//     disk-B/record (and x-raw, the ratio to raw's, when raw ran first):
+//     the space the indexes cost; kv-B/record is the same before
+//     compression (keys and values as stored). Its ns/op means nothing.
+//   - lookup: an exact Town+LastName match (one record).
+//   - range100: the first 100 customers of a town in LastName order.
+//   - get: a read by primary key (raw: a db.Get and a decode).
+//   - insert-nosync, insert-sync: inserts of new customers into the loaded
+//     table, on a store opened with NoSync or with durable commits (raw: one
+//     Pebble batch of one Set a record, committed with NoSync or Sync).
+//     Compare a strategy with raw at the same setting; nosync is the strict
+//     comparison (the CPU and LSM cost), sync what a default store gives.
+//     Raw also has insert-checked-nosync: a db.Get of the key before the
+//     batch, the least an insert that refuses a taken key must do.
+//
+// Each (records, strategy) is loaded once per process, with NoSync commits
+// (concurrent Inserts for a table, batches of 1,000 for raw), on first use,
+// and reused by its sub-benchmarks; its directory is removed when they are
+// done. Reads run before inserts. The binary codec is used throughout.
+//
+//	go test -run='^$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 .
+//	go test -run='^$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .
+//
+// -short skips the 1,000,000-record cases. The store has the defaults of
+// pebblestore.Open unless -pebblebench.cache gives a block cache size in
+// MiB.
+func BenchmarkPebble(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"100k", 100_000}, {"1M", 1_000_000}} {
+		b.Run(size.name, func(b *testing.B) {
+			if testing.Short() && size.n > 100_000 {
+				b.Skip("1,000,000 records: skipped under -short")
+			}
+			var rawDisk float64 // raw's disk bytes a record, once measured
+			b.Run("raw", func(b *testing.B) {
+				s := newBenchState(b, size.n, nil)
+				s.onLoad = func() { rawDisk = s.diskPerRecord() }
+				benchRaw(b, s)
+			})
+			for i := range benchStrategies {
+				st := &benchStrategies[i]
+				b.Run(st.name, func(b *testing.B) {
+					s := newBenchState(b, size.n, st)
+					s.rawDisk = &rawDisk
+					benchIndexed(b, s)
+				})
+			}
+		})
+	}
+}
+
+var benchCacheMiB = flag.Int64("pebblebench.cache", 0,
+	"BenchmarkPebble: the Pebble block cache in MiB (0: pebblestore.Open's default)")
+
+const (
+	benchTable   = "customers"
+	benchTowns   = 100 // n/100 customers a town
+	benchStride  = 999_983
+	benchRawLoad = 1000 // records a raw load batch
+)
+
+// benchCustomer is the customer of the root package's benchmarks.
+type benchCustomer struct {
+	ID        string
+	FirstName string
+	LastName  string
+	Town      string
+	Email     string
+	Phone     string
+}
+
+type benchStrategy struct {
+	name string
+	s    indextable.Strategy
+	proj []string
+}
+
+var benchStrategies = []benchStrategy{
+	{"keys-only", indextable.KeysOnly, nil},
+	{"partial", indextable.Partial, []string{"FirstName"}},
+	{"full-copy", indextable.FullCopy, nil},
+}
+
+// benchMake returns customer i of a data set of surnames surnames: with n
+// records and n/benchTowns surnames, a (Town, LastName) pair names one
+// customer, and a surname benchTowns of them, one in each town.
+func benchMake(i, surnames int) benchCustomer {
+	return benchCustomer{
+		ID:        fmt.Sprintf("C%07d", i),
+		FirstName: fmt.Sprintf("First%d", i%500),
+		LastName:  fmt.Sprintf("Surname%05d", (i/benchTowns)%surnames),
+		Town:      fmt.Sprintf("Town%03d", i%benchTowns),
+		Email:     fmt.Sprintf("c%d@example.com", i),
+		Phone:     fmt.Sprintf("555-%07d", i),
+	}
+}
+
+func benchSchema(st *benchStrategy) indextable.Schema[benchCustomer] {
+	return indextable.Schema[benchCustomer]{
+		Name:       benchTable,
+		PrimaryKey: []string{"ID"},
+		Codec:      &indextable.BinaryCodec{},
+		Indexes: []indextable.Index[benchCustomer]{
+			{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: st.s, Projection: st.proj},
+			{Name: "lastname", Fields: []string{"LastName"}, Strategy: st.s, Projection: st.proj},
+		},
+	}
+}
+
+// benchState is one (records, strategy) data set: its store, table (nil
+// for raw) and what the benchmarks need to address its records.
+type benchState struct {
+	n, surnames int
+	st          *benchStrategy // nil for raw
+	dir         string
+	store       *pebblestore.Store
+	noSync      bool
+	table       *indextable.Table[benchCustomer]
+	codec       *indextable.BinaryCodec // raw's
+	prefix      []byte                  // raw's keys: the table's fact space
+	towns       []string
+	surnameList []string
+	diskBytes   uint64 // live sstable and blob bytes after a full compaction
+	kvBytes     int64  // the keys and values, uncompressed
+	next        int    // the number of the next customer to insert
+	probe       int    // the position of the next read in the read order
+	loaded      bool
+	onLoad      func()
+	rawDisk     *float64
+}
+
+func newBenchState(b *testing.B, n int, st *benchStrategy) *benchState {
+	s := &benchState{n: n, surnames: n / benchTowns, st: st, next: n, codec: &indextable.BinaryCodec{}}
+	b.Cleanup(func() {
+		if s.store != nil {
+			if err := s.store.Close(); err != nil {
+				b.Error(err)
+			}
+		}
+		if s.dir != "" {
+			os.RemoveAll(s.dir)
+		}
+	})
+	return s
+}
+
+// load loads the data set on first use.
+func (s *benchState) load(b *testing.B) {
+	if s.loaded {
+		return
+	}
+	s.loaded = true
+	ctx := context.Background()
+	var err error
+	if s.prefix, err = indextable.EncodeTuple(benchTable, 0); err != nil {
+		b.Fatal(err)
+	}
+	s.towns = make([]string, benchTowns)
+	for i := range s.towns {
+		s.towns[i] = fmt.Sprintf("Town%03d", i)
+	}
+	s.surnameList = make([]string, s.surnames)
+	for i := range s.surnameList {
+		s.surnameList[i] = fmt.Sprintf("Surname%05d", i)
+	}
+	if s.dir, err = os.MkdirTemp("", "pebblestore-bench-*"); err != nil {
+		b.Fatal(err)
+	}
+	s.open(b, true)
+	if s.table == nil {
+		db := s.store.DB()
+		for start := 0; start < s.n; start += benchRawLoad {
+			pb := db.NewBatch()
+			var key, val []byte
+			for i := start; i < min(start+benchRawLoad, s.n); i++ {
+				c := benchMake(i, s.surnames)
+				key, val = s.rawRecord(b, key, val, &c)
+				if err := pb.Set(key, val, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := pb.Commit(pebble.NoSync); err != nil {
+				b.Fatal(err)
+			}
+			pb.Close()
+		}
+	} else {
+		var (
+			next atomic.Int64
+			wg   sync.WaitGroup
+			errs = make(chan error, 1)
+		)
+		for range 2 * runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= s.n {
+						return
+					}
+					if _, err := s.table.Insert(ctx, benchMake(i, s.surnames)); err != nil {
+						select {
+						case errs <- err:
+						default:
+						}
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		select {
+		case err := <-errs:
+			b.Fatal(err)
+		default:
+		}
+	}
+	db := s.store.DB()
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	first, last, _ := benchScan(b, db)
+	if err := db.Compact(ctx, first, append(last, 0), true); err != nil {
+		b.Fatal(err)
+	}
+	m := db.Metrics()
+	s.diskBytes = m.Table.Local.LiveSize + m.BlobFiles.Local.LiveSize
+	// The scan also warms the block cache, as far as it holds the data.
+	_, _, s.kvBytes = benchScan(b, db)
+	if s.onLoad != nil {
+		s.onLoad()
+	}
+	runtime.GC() // of the loading's garbage, not to be timed
+}
+
+// benchScan reads every entry of db and returns the first and last keys
+// and the bytes of all keys and values.
+func benchScan(b *testing.B, db *pebble.DB) (first, last []byte, size int64) {
+	iter, err := db.NewIter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for valid := iter.First(); valid; valid = iter.Next() {
+		if first == nil {
+			first = append([]byte(nil), iter.Key()...)
+		}
+		v, err := iter.ValueAndErr()
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += int64(len(iter.Key()) + len(v))
+	}
+	if iter.Last() {
+		last = append([]byte(nil), iter.Key()...)
+	}
+	if err := iter.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if first == nil {
+		b.Fatal("the store is empty")
+	}
+	return first, last, size
+}
+
+// open opens the store (and the table) with NoSync set to noSync, closing
+// what was open unless it has that setting already.
+func (s *benchState) open(b *testing.B, noSync bool) {
+	if s.store != nil {
+		if s.noSync == noSync {
+			return
+		}
+		if err := s.store.Close(); err != nil {
+			b.Fatal(err)
+		}
+		s.store = nil
+	}
+	store, err := pebblestore.Open(s.dir, pebblestore.Options{NoSync: noSync, CacheSize: *benchCacheMiB << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.store, s.noSync = store, noSync
+	if s.st != nil {
+		if s.table, err = indextable.Open(context.Background(), store, benchSchema(s.st)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// rawRecord appends to key and val (from their starts) the fact key and
+// value of c as the table stores them: the record's version, a random
+// incarnation as an insert makes, then its codec encoding.
+func (s *benchState) rawRecord(b *testing.B, key, val []byte, c *benchCustomer) ([]byte, []byte) {
+	key, err := indextable.AppendElement(append(key[:0], s.prefix...), c.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	val = binary.AppendUvarint(val[:0], uint64(rand.Uint32()|1)<<32|1)
+	if val, err = s.codec.AppendMarshal(val, c); err != nil {
+		b.Fatal(err)
+	}
+	return key, val
+}
+
+// pick returns the numbers of the next n loaded customers to read: a walk
+// with a large stride, so that reads scatter over the data set and a repeat
+// run does not read the same records again.
+func (s *benchState) pick(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = int(uint64(s.probe) * benchStride % uint64(s.n))
+		s.probe++
+	}
+	return out
+}
+
+func (s *benchState) diskPerRecord() float64 { return float64(s.diskBytes) / float64(s.n) }
+
+// fresh returns n customers not yet in the store. Their IDs fall between
+// those of the loaded customers, scattered as random IDs would be, not
+// after them all: a key past the end of the fact table would let Pebble
+// rule it out of every sstable by its bounds alone.
+func (s *benchState) fresh(n int) []benchCustomer {
+	out := make([]benchCustomer, n)
+	for i := range out {
+		k := s.next + i
+		out[i] = benchMake(k, s.surnames)
+		out[i].ID = fmt.Sprintf("C%07d.%d", uint64(k)*benchStride%uint64(s.n), k)
+	}
+	s.next += n
+	return out
+}
+
+func benchDisk(b *testing.B, s *benchState) {
+	b.Run("disk", func(b *testing.B) {
+		s.load(b)
+		b.ResetTimer()
+		for range b.N {
+		}
+		b.ReportMetric(s.diskPerRecord(), "disk-B/record")
+		b.ReportMetric(float64(s.kvBytes)/float64(s.n), "kv-B/record")
+		if s.rawDisk != nil && *s.rawDisk > 0 {
+			b.ReportMetric(s.diskPerRecord() / *s.rawDisk, "x-raw")
+		}
+	})
+}
+
+func benchRaw(b *testing.B, s *benchState) {
+	benchDisk(b, s)
+	b.Run("get", func(b *testing.B) {
+		s.load(b)
+		s.open(b, true)
+		ids := make([]string, b.N)
+		for i, j := range s.pick(b.N) {
+			ids[i] = benchMake(j, s.surnames).ID
+		}
+		db := s.store.DB()
+		var (
+			key []byte
+			rec benchCustomer
+			err error
+		)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, id := range ids {
+			if key, err = indextable.AppendElement(append(key[:0], s.prefix...), id); err != nil {
+				b.Fatal(err)
+			}
+			v, closer, err := db.Get(key)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, n := binary.Uvarint(v)
+			if err := s.codec.Unmarshal(v[n:], &rec); err != nil {
+				b.Fatal(err)
+			}
+			closer.Close()
+		}
+	})
+	for _, v := range []struct {
+		name             string
+		durable, checked bool
+	}{
+		{benchInsertName(false), false, false},
+		{"insert-checked-nosync", false, true},
+		{benchInsertName(true), true, false},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s.load(b)
+			s.open(b, !v.durable)
+			wo := pebble.NoSync
+			if v.durable {
+				wo = pebble.Sync
+			}
+			recs := s.fresh(b.N)
+			db := s.store.DB()
+			var key, val []byte
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range recs {
+				key, val = s.rawRecord(b, key, val, &recs[i])
+				if v.checked {
+					_, closer, err := db.Get(key)
+					if err == nil {
+						closer.Close()
+						b.Fatalf("key %q exists", key)
+					}
+					if !errors.Is(err, pebble.ErrNotFound) {
+						b.Fatal(err)
+					}
+				}
+				pb := db.NewBatch()
+				if err := pb.Set(key, val, nil); err != nil {
+					b.Fatal(err)
+				}
+				if err := pb.Commit(wo); err != nil {
+					b.Fatal(err)
+				}
+				pb.Close()
+			}
+		})
+	}
+}
+
+func benchInsertName(durable bool) string {
+	if durable {
+		return "insert-sync"
+	}
+	return "insert-nosync"
+}
+
+func benchIndexed(b *testing.B, s *benchState) {
+	ctx := context.Background()
+	benchDisk(b, s)
+	b.Run("lookup", func(b *testing.B) {
+		s.load(b)
+		s.open(b, true)
+		picks := s.pick(b.N)
+		found := 0
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, j := range picks {
+			q := indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{s.towns[j%benchTowns], s.surnameList[(j/benchTowns)%s.surnames]}}
+			for _, err := range s.table.Find(ctx, q) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				found++
+			}
+		}
+		b.StopTimer()
+		if found < b.N {
+			b.Fatalf("%d lookups found %d records", b.N, found)
+		}
+		b.ReportMetric(float64(found)/float64(b.N), "records/op")
+	})
+	b.Run("range100", func(b *testing.B) {
+		s.load(b)
+		s.open(b, true)
+		picks := s.pick(b.N)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, j := range picks {
+			n := 0
+			q := indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{s.towns[j%benchTowns]}, Limit: 100}
+			for _, err := range s.table.Find(ctx, q) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			if n != 100 {
+				b.Fatalf("range read %d records", n)
+			}
+		}
+	})
+	b.Run("get", func(b *testing.B) {
+		s.load(b)
+		s.open(b, true)
+		ids := make([]string, b.N)
+		for i, j := range s.pick(b.N) {
+			ids[i] = benchMake(j, s.surnames).ID
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, id := range ids {
+			if _, err := s.table.Get(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, durable := range []bool{false, true} {
+		b.Run(benchInsertName(durable), func(b *testing.B) {
+			s.load(b)
+			s.open(b, !durable)
+			recs := s.fresh(b.N)
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range recs {
+				if _, err := s.table.Insert(ctx, recs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
