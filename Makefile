@@ -20,6 +20,12 @@ test:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .
 
+# The Pebble store at 100,000 and 1,000,000 records, each strategy against raw
+# Pebble writes in the same run (about 5 minutes).
+bench-pebble:
+	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 .
+	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .
+
 # Each fuzz target of the package for FUZZTIME.
 fuzz:
 	@for f in $$($(GO) test -list '^Fuzz' . | grep '^Fuzz'); do \

@@ -67,7 +67,6 @@ type Options struct {
 // Store is an indextable.Store on a Pebble database. It is safe for
 // concurrent use.
 type Store struct {
-	dir  string
 	wo   *pebble.WriteOptions
 	seed maphash.Seed
 
@@ -127,7 +126,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, wo: pebble.Sync, seed: maphash.MakeSeed(), db: db, lock: lock}
+	s := &Store{wo: pebble.Sync, seed: maphash.MakeSeed(), db: db, lock: lock}
 	if opts.NoSync {
 		s.wo = pebble.NoSync
 	}
@@ -149,9 +148,6 @@ func (s *Store) DB() *pebble.DB {
 	defer s.mu.RUnlock()
 	return s.db
 }
-
-// Dir returns the directory the store was opened in.
-func (s *Store) Dir() string { return s.dir }
 
 // open returns the database under the read lock, or an error for a done
 // context or a closed store; the caller must call s.mu.RUnlock when err is
