@@ -22,9 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -97,6 +99,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
+	// Pebble knows the directories this process holds by path, so every
+	// path to one (through a symbolic link, or relative) must be the same.
+	dir, err := canonical(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: %w", err)
+	}
 	lock, err := pebble.LockDirectory(dir, vfs.Default)
 	if err != nil {
 		if isLockHeld(err) {
@@ -133,9 +141,23 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// canonical returns the absolute path of dir with no symbolic links.
+func canonical(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(dir)
+}
+
 // isLockHeld reports whether err is Pebble's refusal of a held lock: the
-// operating system's (another process) or its own (this process).
+// operating system's (another process) or its own (this process). An error
+// creating the lock file (a directory it may not write, say) is not one.
 func isLockHeld(err error) bool {
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return false
+	}
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
 		strings.Contains(err.Error(), "lock held by current process")
 }
@@ -278,8 +300,13 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 			left -= len(chunk.entries)
 			last = len(chunk.entries) < n || (r.Limit > 0 && left == 0)
 			if !last {
-				after = append(chunk.after[:0], chunk.entries[len(chunk.entries)-1].Key...)
-				chunk.after = after
+				if chunk.after == nil {
+					// Never nil, which would mean no resume point: the last
+					// key may be the empty one.
+					chunk.after = make([]byte, 0, 64)
+				}
+				chunk.after = append(chunk.after[:0], chunk.entries[len(chunk.entries)-1].Key...)
+				after = chunk.after
 				n = min(2*n, maxChunk)
 			}
 		}
@@ -298,14 +325,14 @@ type chunk struct {
 // in scan order (from the start of r when after is nil).
 func (s *Store) readChunk(ctx context.Context, r indextable.ScanRange, after []byte, n int, c *chunk) error {
 	c.entries, c.buf, c.offsets = c.entries[:0], c.buf[:0], c.offsets[:0]
-	if empty(r, after) {
-		return nil
-	}
 	db, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
+	if empty(r, after) {
+		return nil
+	}
 	lower := r.Start
 	if len(lower) == 0 {
 		lower = nil // the same bound; Pebble's invariant checks cannot seek to ""
@@ -334,7 +361,7 @@ func (s *Store) readChunk(ctx context.Context, r indextable.ScanRange, after []b
 	default:
 		valid = it.First()
 	}
-	for ; valid && len(c.offsets) < 2*n; valid = step(it, r.Reverse) {
+	for valid {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			break
@@ -343,6 +370,10 @@ func (s *Store) readChunk(ctx context.Context, r indextable.ScanRange, after []b
 		c.offsets = append(c.offsets, len(c.buf))
 		c.buf = append(c.buf, v...)
 		c.offsets = append(c.offsets, len(c.buf))
+		if len(c.offsets) == 2*n {
+			break
+		}
+		valid = step(it, r.Reverse)
 	}
 	err = errors.Join(it.Error(), it.Close())
 	if err != nil {

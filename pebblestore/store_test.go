@@ -74,8 +74,16 @@ func TestLocked(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "ErrLocked")
 
+	// Other paths to dir: a symbolic link, and one through "..".
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(dir, link))
+	_, err = pebblestore.Open(link, pebblestore.Options{})
+	require.ErrorIs(t, err, pebblestore.ErrLocked, "through a symbolic link")
+	_, err = pebblestore.Open(dir+"/../"+filepath.Base(dir), pebblestore.Options{})
+	require.ErrorIs(t, err, pebblestore.ErrLocked, "through ..")
+
 	require.NoError(t, s.Close())
-	s = open(t, dir, pebblestore.Options{})
+	s = open(t, link, pebblestore.Options{})
 	require.NoError(t, s.Close())
 }
 

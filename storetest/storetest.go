@@ -348,6 +348,22 @@ func testEmptyKey(t *testing.T, s indextable.Store) {
 	require.Empty(t, scan(t, s, indextable.ScanRange{After: empty, Reverse: true}))
 	require.Equal(t, []kv{all[0]}, scan(t, s, indextable.ScanRange{After: bs("\x00"), Reverse: true}))
 
+	// Scans that stop at the empty key and resume from it, whatever a
+	// store's chunk sizes: with up to 80 more keys after it.
+	want := slices.Clone(all)
+	for i := range 80 {
+		k := fmt.Sprintf("k%02d", i)
+		put(t, s, bs(k), bs(k))
+		want = append(want, kv{k, k})
+		require.Equal(t, want, scan(t, s, indextable.ScanRange{}), "%d keys", len(want))
+		down := slices.Clone(want)
+		slices.Reverse(down)
+		require.Equal(t, down, scan(t, s, indextable.ScanRange{Reverse: true}), "%d keys", len(want))
+	}
+	for i := range 80 {
+		del(t, s, bs(fmt.Sprintf("k%02d", i)))
+	}
+
 	del(t, s, empty)
 	requireAbsent(t, s, empty)
 	require.Equal(t, all[1:], scan(t, s, indextable.ScanRange{}))
@@ -923,6 +939,9 @@ func testClosed(t *testing.T, s indextable.Store) {
 	b.Put(key, bs("w"))
 	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrClosed, "Apply")
 	requireScanError(t, s.Scan(bg, indextable.ScanRange{}), indextable.ErrClosed)
+	// A range that holds nothing is no exception.
+	requireScanError(t, s.Scan(bg, indextable.ScanRange{Start: bs("b"), End: bs("a")}), indextable.ErrClosed)
+	requireScanError(t, s.Scan(bg, indextable.ScanRange{End: bs("b"), After: bs("c")}), indextable.ErrClosed)
 	require.NoError(t, s.Close(), "second Close")
 }
 
