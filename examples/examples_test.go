@@ -59,7 +59,9 @@ func TestPebbleRestart(t *testing.T) {
 			require.NoError(t, err, "%s", out)
 			dir := t.TempDir()
 			run := func(args ...string) string {
-				out, err := exec.Command(bin, args...).CombinedOutput()
+				cmd := exec.Command(bin, args...)
+				cmd.Env = append(os.Environ(), "INDEXTABLE_PEBBLE_DIR=") // the developer's own, if set, is not for tests
+				out, err := cmd.CombinedOutput()
 				require.NoError(t, err, "%s", out)
 				return string(out)
 			}
@@ -85,7 +87,9 @@ func TestPebbleLocked(t *testing.T) {
 	s, err := pebblestore.Open(dir, pebblestore.Options{})
 	require.NoError(t, err)
 	defer s.Close()
-	out, err := exec.Command("go", "run", "./movies", "-pebble", dir).CombinedOutput()
+	cmd := exec.Command("go", "run", "./movies", "-pebble", dir)
+	cmd.Env = append(os.Environ(), "INDEXTABLE_PEBBLE_DIR=")
+	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "pebblestore: directory in use: "+dir)
 }

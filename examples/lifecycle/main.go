@@ -35,8 +35,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
-	if err := run(context.Background(), store); err != nil {
+	if err := errors.Join(run(context.Background(), store), store.Close()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -42,8 +43,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Close()
-	if err := run(context.Background(), s); err != nil {
+	if err := errors.Join(run(context.Background(), s), s.Close()); err != nil {
 		log.Fatal(err)
 	}
 }
