@@ -5,10 +5,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"log"
 	"strings"
 
 	"github.com/indextable/indextable"
@@ -39,17 +36,7 @@ var customers = []Customer{
 	{"C10", "Joe", "Young", "Redmond", "joe@example.com", "425-555-0110"},
 }
 
-func main() {
-	dir := examplestore.Flag()
-	flag.Parse()
-	s, err := examplestore.Open(*dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := errors.Join(run(context.Background(), s), s.Close()); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { examplestore.Main(run) }
 
 func run(ctx context.Context, s indextable.Store) error {
 	store := countingstore.New(s)

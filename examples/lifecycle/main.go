@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log"
 	"strings"
@@ -28,17 +27,7 @@ var (
 	names = []string{"Smith", "Jones", "Chen", "Patel", "Brown", "Adams"}
 )
 
-func main() {
-	dir := examplestore.Flag()
-	flag.Parse()
-	store, err := examplestore.Open(*dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := errors.Join(run(context.Background(), store), store.Close()); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { examplestore.Main(run) }
 
 func run(ctx context.Context, store indextable.Store) error {
 	schema := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}}

@@ -6,10 +6,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"log"
 	"strings"
 
 	"github.com/indextable/indextable"
@@ -36,17 +33,7 @@ var movies = []Movie{
 	{"Sci-Fi", "Zero Point", 2017, []string{"Eve Fox", "Cara Diaz"}, "A physicist stops time."},
 }
 
-func main() {
-	dir := examplestore.Flag()
-	flag.Parse()
-	s, err := examplestore.Open(*dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := errors.Join(run(context.Background(), s), s.Close()); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { examplestore.Main(run) }
 
 func run(ctx context.Context, s indextable.Store) error {
 	store := countingstore.New(s)

@@ -4,8 +4,11 @@
 package examplestore
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 
 	"github.com/indextable/indextable"
@@ -16,16 +19,25 @@ import (
 // example's data in a Pebble store in that directory.
 const EnvDir = "INDEXTABLE_PEBBLE_DIR"
 
-// Flag defines the -pebble flag on the command line's flag set, defaulting
-// to $INDEXTABLE_PEBBLE_DIR; call flag.Parse before reading it.
-func Flag() *string {
-	return flag.String("pebble", os.Getenv(EnvDir),
+// Main is an example's main: it parses the -pebble flag (default
+// $INDEXTABLE_PEBBLE_DIR), opens the store, runs the example on it and
+// closes it, and exits with the error if any.
+func Main(run func(context.Context, indextable.Store) error) {
+	dir := flag.String("pebble", os.Getenv(EnvDir),
 		"keep the data in a Pebble store in this directory (default $"+EnvDir+"; empty: in memory)")
+	flag.Parse()
+	s, err := open(*dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := errors.Join(run(context.Background(), s), s.Close()); err != nil {
+		log.Fatal(err)
+	}
 }
 
-// Open returns a new in-memory store when dir is empty, and otherwise the
-// Pebble store in dir, saying which on standard output.
-func Open(dir string) (indextable.Store, error) {
+// open returns a new in-memory store when dir is empty, and otherwise the
+// Pebble store in dir, saying so on standard output.
+func open(dir string) (indextable.Store, error) {
 	if dir == "" {
 		return indextable.NewMemoryStore(), nil
 	}
