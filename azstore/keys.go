@@ -1,0 +1,144 @@
+package azstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/indextable/indextable"
+)
+
+// alphabet holds the 64 characters of encoded keys, in ascending order.
+// They are ASCII, where JavaScript's UTF-16 order (Azurite's) and byte
+// order (Azure's) agree, and none is forbidden in a key (/ \ # ? and
+// control characters).
+const alphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+// maxKeyChars is the longest PartitionKey or RowKey Azure takes: 1 KiB of
+// UTF-16. maxKeyBytes is the longest key whose RowKey fits.
+const (
+	maxKeyChars = 512
+	maxKeyBytes = (maxKeyChars - 1) * 6 / 8
+)
+
+// rowKey and partitionKey return the encoded key and partition, after a
+// letter that keeps them from being empty, which the SDK refuses.
+func rowKey(key []byte) string     { return "k" + encodeKey(key) }
+func partitionKey(p []byte) string { return "p" + encodeKey(p) }
+
+// keyOf inverts rowKey.
+func keyOf(rk string) ([]byte, error) {
+	enc, ok := strings.CutPrefix(rk, "k")
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", errBadKey, rk)
+	}
+	return decodeKey(enc)
+}
+
+var errBadKey = errors.New("azstore: not an encoded key")
+
+var decoding = func() (d [256]int8) {
+	for i := range d {
+		d[i] = -1
+	}
+	for i := range len(alphabet) {
+		d[alphabet[i]] = int8(i)
+	}
+	return d
+}()
+
+// encodeKey maps key to a string in the alphabet, six bits a character,
+// the last padded with zero bits. The map preserves order: encoded strings
+// compare as their keys do, a prefix included, since a key's bits followed
+// by zero bits sort no later than any extension of them, and lengths
+// differ. It is one to one: n bytes make ⌈8n/6⌉ characters.
+func encodeKey(key []byte) string {
+	out := make([]byte, 0, (len(key)*8+5)/6)
+	var acc uint32
+	bits := 0
+	for _, c := range key {
+		acc = acc<<8 | uint32(c)
+		bits += 8
+		for bits >= 6 {
+			bits -= 6
+			out = append(out, alphabet[acc>>bits&63])
+		}
+	}
+	if bits > 0 {
+		out = append(out, alphabet[acc<<(6-bits)&63])
+	}
+	return string(out)
+}
+
+// decodeKey inverts encodeKey.
+func decodeKey(s string) ([]byte, error) {
+	out := make([]byte, 0, len(s)*6/8)
+	var acc uint32
+	bits := 0
+	for i := range len(s) {
+		v := decoding[s[i]]
+		if v < 0 {
+			return nil, fmt.Errorf("%w: %q", errBadKey, s)
+		}
+		acc = acc<<6 | uint32(v)
+		bits += 6
+		if bits >= 8 {
+			bits -= 8
+			out = append(out, byte(acc>>bits))
+		}
+	}
+	// What is left must be the zero padding of the last character, shorter
+	// than a byte and not a whole character.
+	if bits >= 6 || acc&(1<<bits-1) != 0 {
+		return nil, fmt.Errorf("%w: %q", errBadKey, s)
+	}
+	return out, nil
+}
+
+// Partition is the store's atomicity scope: the partition of a key. A
+// record shares its partition with its change records, so a write of the
+// record and its queued changes is one entity group transaction; an index
+// table is partitioned by its first key component, so an exact or prefix
+// read of it touches one partition. The catalog and the leases of a table
+// have a partition each. A key that is not an indextable key is
+// partitioned by its first two bytes.
+//
+// Partitions ascend with keys within each space of a table (records,
+// indexes, catalog, queue, leases), which lets a scan of a space follow
+// the table's (PartitionKey, RowKey) order.
+func Partition(key []byte) []byte {
+	p, _ := partition(key)
+	return p
+}
+
+// partition returns the partition of key, and whether every key that
+// starts with it has it for partition: a scan of the keys with that prefix
+// is then a query of one partition.
+func partition(key []byte) (p []byte, whole bool) {
+	raw := key[:min(len(key), 2)]
+	t, err := indextable.DecodeTuple(key)
+	if err != nil || len(t) < 2 {
+		return raw, false
+	}
+	space, ok := t[1].(int64)
+	if !ok {
+		return raw, false
+	}
+	switch {
+	case space == 0 && len(t) >= 3: // a record; its changes below
+		p, err = indextable.EncodeTuple(t[:3]...)
+		whole = true
+	case space == 3 && len(t) >= 3:
+		p, err = indextable.EncodeTuple(t[0], int64(0), t[2])
+	case space == 1 && len(t) >= 5: // an index table, by its first component
+		p, err = indextable.EncodeTuple(t[:5]...)
+		whole = true
+	default:
+		p, err = indextable.EncodeTuple(t[:2]...)
+		whole = space != 0 && space != 1 && space != 3
+	}
+	if err != nil {
+		return raw, false
+	}
+	return p, whole
+}

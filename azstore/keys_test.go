@@ -1,0 +1,90 @@
+package azstore
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/indextable/indextable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEncodeKey(t *testing.T) {
+	for _, tc := range []struct {
+		key  []byte
+		want string
+	}{
+		{nil, ""},
+		{[]byte{0}, "--"},
+		{[]byte{0xff}, "zk"},
+		{[]byte{0, 0}, "---"},
+		{[]byte("abc"), "NL8Y"},
+		{[]byte{0xff, 0xff, 0xff}, "zzzz"},
+	} {
+		got := encodeKey(tc.key)
+		assert.Equal(t, tc.want, got, "%x", tc.key)
+		back, err := decodeKey(got)
+		require.NoError(t, err)
+		assert.Equal(t, string(tc.key), string(back))
+	}
+	for _, bad := range []string{"/", "a#", "-", "-0", "zl"} {
+		_, err := decodeKey(bad)
+		assert.ErrorIs(t, err, errBadKey, "%q", bad)
+	}
+}
+
+// FuzzEncodeKey: encoding preserves order, prefixes included, keeps to the
+// alphabet, and decodes back.
+func FuzzEncodeKey(f *testing.F) {
+	f.Add([]byte("a"), []byte("a\x00"))
+	f.Add([]byte{}, []byte{0})
+	f.Add([]byte{0xff}, []byte{0xff, 0})
+	f.Add([]byte("abc"), []byte("abd"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ea, eb := encodeKey(a), encodeKey(b)
+		assert.Equal(t, bytes.Compare(a, b), strings.Compare(ea, eb), "%x %x: %q %q", a, b, ea, eb)
+		assert.Equal(t, -1, strings.IndexFunc(ea, func(r rune) bool { return !strings.ContainsRune(alphabet, r) }))
+		back, err := decodeKey(ea)
+		require.NoError(t, err)
+		assert.Equal(t, a, append([]byte{}, back...))
+		if _, err := decodeKey(string(b)); err == nil {
+			assert.Equal(t, string(b), encodeKey(mustDecode(t, string(b))), "decoding is one to one")
+		}
+	})
+}
+
+func mustDecode(t *testing.T, s string) []byte {
+	b, err := decodeKey(s)
+	require.NoError(t, err)
+	return b
+}
+
+func TestPartition(t *testing.T) {
+	key := func(elems ...any) []byte {
+		k, err := indextable.EncodeTuple(elems...)
+		require.NoError(t, err)
+		return k
+	}
+	for _, tc := range []struct {
+		name  string
+		key   []byte
+		want  []byte
+		whole bool
+	}{
+		{"record", key("movies", int64(0), "Sci-Fi", "Red Dust"), key("movies", int64(0), "Sci-Fi"), true},
+		{"its change", key("movies", int64(3), "Sci-Fi", "Red Dust", []byte{1}), key("movies", int64(0), "Sci-Fi"), false},
+		{"index entry", key("movies", int64(1), "actor", int64(1), "Ava Stone", "Sci-Fi", "Red Dust"), key("movies", int64(1), "actor", int64(1), "Ava Stone"), true},
+		{"catalog", key("movies", int64(2), "actor"), key("movies", int64(2)), true},
+		{"short record space", key("movies", int64(0)), key("movies", int64(0)), false},
+		{"raw", []byte("w000123"), []byte("w0"), false},
+		{"empty", []byte{}, []byte{}, false},
+	} {
+		p, whole := partition(tc.key)
+		assert.Equal(t, tc.want, p, tc.name)
+		assert.Equal(t, tc.whole, whole, tc.name)
+		if whole {
+			assert.True(t, bytes.HasPrefix(tc.key, p), "%s: a whole partition is a prefix of its keys", tc.name)
+		}
+	}
+}
