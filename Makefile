@@ -5,15 +5,23 @@ BENCHCOUNT ?= 5
 FUZZTIME ?= 30s
 
 # The core module and the nested ones (go.work joins them): Pebble lives in
-# pebblestore's module, so the core's go.mod never requires it.
-PACKAGES = ./... ./pebblestore/... ./examples/...
+# pebblestore's module, so the core's go.mod never requires it. The Azure Table
+# store's module (azstore) joins them once it exists; its tests need Azurite,
+# which scripts/azurite installs (pinned npm package), starts and stops.
+AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
+PACKAGES = ./... ./pebblestore/... ./examples/... $(AZSTORE)
 
-.PHONY: test bench bench-pebble fuzz lint examples
+.PHONY: test azurite bench bench-pebble fuzz lint examples
 
-# vet, then every test of every module with the race detector.
+# vet, then every test of every module with the race detector (under Azurite
+# when the Azure store exists).
 test:
 	$(GO) vet $(PACKAGES)
-	$(GO) test -race -count=1 $(PACKAGES)
+	$(if $(AZSTORE),scripts/azurite )$(GO) test -race -count=1 $(PACKAGES)
+
+# The Azure Table store's tests against a fresh in-memory Azurite.
+azurite:
+	scripts/azurite $(GO) test -race -count=1 ./azstore/...
 
 # The benchmarks at 100,000 records, with the google/btree floor in the same run
 # (BENCHTIME operations each, BENCHCOUNT times: compare medians).
@@ -26,10 +34,12 @@ bench-pebble:
 	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 .
 	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .
 
-# Each fuzz target of the package for FUZZTIME.
+# Each fuzz target (the core's and the Azure key encoding's) for FUZZTIME.
 fuzz:
-	@for f in $$($(GO) test -list '^Fuzz' . | grep '^Fuzz'); do \
-		echo "== $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) . || exit 1; \
+	@for p in . ./azstore; do \
+		for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "== $$p $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$p || exit 1; \
+		done; \
 	done
 
 # gofmt and vet must be clean.
