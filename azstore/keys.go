@@ -100,8 +100,10 @@ func decodeKey(s string) ([]byte, error) {
 // record and its queued changes is one entity group transaction; an index
 // table is partitioned by its first key component, so an exact or prefix
 // read of it touches one partition. The catalog and the leases of a table
-// have a partition each. A key that is not an indextable key is
-// partitioned by its first two bytes.
+// have a partition each. A key that extends an indextable key with bytes
+// that are not a tuple element is in that key's partition; any other key
+// is partitioned by its first two bytes. Keep such keys out of the ranges
+// of indextable keys: a scan that finds them out of order fails.
 //
 // Partitions ascend with keys within each space of a table (records,
 // indexes, catalog, queue, leases), which lets a scan of a space follow
@@ -112,18 +114,19 @@ func Partition(key []byte) []byte {
 }
 
 // partition returns the partition of key, and whether every key that
-// starts with it has it for partition: a scan of the keys with that prefix
-// is then a query of one partition.
+// extends it as a tuple (the keys from p to p+0xFF) has it for partition:
+// a scan within those keys is then a query of one partition.
 func partition(key []byte) (p []byte, whole bool) {
 	raw := key[:min(len(key), 2)]
-	t, err := indextable.DecodeTuple(key)
-	if err != nil || len(t) < 2 {
+	t := decodePrefix(key)
+	if len(t) < 2 {
 		return raw, false
 	}
 	space, ok := t[1].(int64)
 	if !ok {
 		return raw, false
 	}
+	var err error
 	switch {
 	case space == 0 && len(t) >= 3: // a record; its changes below
 		p, err = indextable.EncodeTuple(t[:3]...)
@@ -141,4 +144,16 @@ func partition(key []byte) (p []byte, whole bool) {
 		return raw, false
 	}
 	return p, whole
+}
+
+// decodePrefix decodes the longest prefix of key that is a tuple, so that
+// a key that extends a tuple with bytes that are not one falls in the
+// tuple's partition.
+func decodePrefix(key []byte) indextable.Tuple {
+	for n := len(key); n > 0; n-- {
+		if t, err := indextable.DecodeTuple(key[:n]); err == nil {
+			return t
+		}
+	}
+	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -217,12 +218,18 @@ func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]b
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if err := ctx.Err(); err != nil {
+				errs[i] = fmt.Errorf("azstore: %w", err)
+				return
+			}
 			vals[i], _, errs[i] = s.get(ctx, k)
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return dst, err
+	for _, err := range errs {
+		if err != nil {
+			return dst, err
+		}
 	}
 	return append(dst, vals...), nil
 }
@@ -249,9 +256,16 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 		if hi != nil && (len(hi) == 0 || lo != nil && bytes.Compare(lo, hi) >= 0) {
 			return
 		}
-		var kept []indextable.Entry // a reverse scan's last entries
-		n := 0
-		for e, err := range s.scanForward(ctx, lo, hi) {
+		var (
+			kept []indextable.Entry // a reverse scan's last entries, a ring when limited
+			head int                // of the ring: its oldest entry
+			n    int
+			top  int // entries a page, when a forward scan needs fewer than a page
+		)
+		if !r.Reverse && r.Limit > 0 {
+			top = min(r.Limit, 1000)
+		}
+		for e, err := range s.scanForward(ctx, lo, hi, top) {
 			if err != nil {
 				yield(indextable.Entry{}, err)
 				return
@@ -266,26 +280,31 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 				continue
 			}
 			if r.Limit > 0 && len(kept) == r.Limit {
-				kept = append(kept[:0], kept[1:]...)
+				kept[head] = e
+				head = (head + 1) % len(kept)
+				continue
 			}
 			kept = append(kept, e)
 		}
-		for i := len(kept) - 1; i >= 0; i-- {
-			if !yield(kept[i], nil) {
+		for i := range kept {
+			if !yield(kept[(head-1-i+2*len(kept))%len(kept)], nil) {
 				return
 			}
 		}
 	}
 }
 
-// scanForward yields the entries with lo <= key < hi in key order. A range
+// scanForward yields the entries with lo <= key < hi in key order, top a
+// page when top is set. A range
 // within one partition is one partition's query; any other reads the table
 // by RowKey, in (PartitionKey, RowKey) order, which Partition makes key
 // order within each space of a table; an entry out of order is an error.
-func (s *Store) scanForward(ctx context.Context, lo, hi []byte) iter.Seq2[indextable.Entry, error] {
+func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Seq2[indextable.Entry, error] {
 	return func(yield func(indextable.Entry, error) bool) {
 		var conds []string
-		if p, whole := partition(lo); whole && bytes.HasPrefix(lo, p) && hi != nil && bytes.Compare(hi, afterPrefix(p)) <= 0 {
+		// The keys that extend p as a tuple lie below p+0xFF: a byte 0xFF
+		// after a whole element only escapes a NUL inside a string.
+		if p, whole := partition(lo); whole && bytes.HasPrefix(lo, p) && hi != nil && bytes.Compare(hi, append(slices.Clip(p), 0xff)) <= 0 {
 			conds = append(conds, "PartitionKey eq '"+partitionKey(p)+"'")
 		}
 		if lo != nil {
@@ -295,6 +314,9 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte) iter.Seq2[indext
 			conds = append(conds, "RowKey lt '"+rowKey(hi)+"'")
 		}
 		opts := &aztables.ListEntitiesOptions{Format: to.Ptr(aztables.MetadataFormatNone)}
+		if top > 0 {
+			opts.Top = to.Ptr(int32(top))
+		}
 		if len(conds) > 0 {
 			opts.Filter = to.Ptr(strings.Join(conds, " and "))
 		}
@@ -335,24 +357,13 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte) iter.Seq2[indext
 	}
 }
 
-// afterPrefix returns the first key after every key that starts with p, or
-// nil when there is none.
-func afterPrefix(p []byte) []byte {
-	q := bytes.Clone(p)
-	for i := len(q) - 1; i >= 0; i-- {
-		if q[i] < 0xff {
-			q[i]++
-			return q[:i+1]
-		}
-	}
-	return nil
-}
-
 // Apply applies b as one entity group transaction with the partition's
 // guard. It reads the guard, then every key b expects or deletes, checks the
 // expectations, and submits the writes with an update of the guard
 // conditional on the ETag read: when another batch in the partition
-// committed in between, it starts again.
+// committed in between, it starts again. A batch of puts alone needs no
+// reads: it overwrites the guard unconditionally, which still makes any
+// batch that read the guard before it start again.
 func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	if err := indextable.CheckBatch(b); err != nil {
 		return fmt.Errorf("azstore: %w", err)
@@ -360,57 +371,72 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	if err := s.Atomicity().Allows(b); err != nil {
 		return fmt.Errorf("azstore: %w", err)
 	}
+	// A key too long to be stored is absent: expecting it absent or
+	// deleting it is nothing to do, expecting a value of it fails, and
+	// putting it is refused.
+	ops := make([]indextable.Op, 0, b.Len())
 	for _, op := range b.Ops() {
-		if op.IsWrite() && len(op.Key) > maxKeyBytes {
+		if len(op.Key) <= maxKeyBytes {
+			ops = append(ops, op)
+			continue
+		}
+		switch op.Kind {
+		case indextable.OpPut:
 			return fmt.Errorf("azstore: %w: key of %d bytes; Azure keys hold %d", indextable.ErrInvalidBatch, len(op.Key), maxKeyBytes)
+		case indextable.OpExpectValue:
+			return fmt.Errorf("azstore: %w: key %q does not hold the expected value", indextable.ErrConflict, op.Key)
 		}
 	}
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	if b.Len() == 0 {
+	if len(ops) == 0 {
 		return nil
 	}
+	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := s.apply(ctx, b)
+		err := s.apply(ctx, ops)
 		if !errors.Is(err, errOvertaken) || attempt == attempts {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("azstore: %w", ctx.Err())
-		case <-time.After(time.Duration(attempt) * 5 * time.Millisecond):
+		case <-time.After(backoff/2 + rand.N(backoff)):
+		}
+		backoff = min(2*backoff, time.Second)
+		if err := s.begin(ctx); err != nil {
+			return err
 		}
 	}
 }
 
-var errOvertaken = fmt.Errorf("azstore: %w: another batch committed in the partition", indextable.ErrConflict)
+var errOvertaken = fmt.Errorf("azstore: %w: other batches kept committing in the partition", indextable.ErrConflict)
 
-func (s *Store) apply(ctx context.Context, b *indextable.Batch) error {
-	ops := b.Ops()
+// guardEntity is the JSON of a partition's guard: the attempt that last
+// committed a batch in the partition.
+type guardEntity struct {
+	PartitionKey, RowKey, Attempt string
+}
+
+func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 	pk := partitionKey(Partition(ops[0].Key))
-	guard, err := s.client.GetEntity(ctx, pk, guardRow, nil)
-	exists := err == nil
-	if err != nil && !notFound(err) {
-		return fmt.Errorf("azstore: guard: %w", err)
-	}
-	seq := 0
-	if exists {
-		var g struct{ Seq int }
-		if err := json.Unmarshal(guard.Value, &g); err != nil {
-			return fmt.Errorf("azstore: guard: %w", err)
-		}
-		seq = g.Seq
-	}
-	actions := make([]aztables.TransactionAction, 0, len(ops)+1)
-	ge, err := json.Marshal(entity{"PartitionKey": pk, "RowKey": guardRow, "Seq": seq + 1})
+	attempt := strconv.FormatUint(rand.Uint64(), 36)
+	ge, err := json.Marshal(guardEntity{pk, guardRow, attempt})
 	if err != nil {
 		return err
 	}
-	if exists {
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateReplace, Entity: ge, IfMatch: &guard.ETag})
-	} else {
+	blind := !slices.ContainsFunc(ops, func(op indextable.Op) bool { return op.Kind != indextable.OpPut })
+	actions := make([]aztables.TransactionAction, 0, len(ops)+1)
+	switch guard, err := s.readGuard(ctx, pk, blind); {
+	case err != nil:
+		return err
+	case blind:
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: ge})
+	case guard == nil:
 		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: ge})
+	default:
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateReplace, Entity: ge, IfMatch: &guard.ETag})
 	}
 	for _, op := range ops {
 		var v []byte
@@ -449,13 +475,49 @@ func (s *Store) apply(ctx context.Context, b *indextable.Batch) error {
 			actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeDelete, Entity: data})
 		}
 	}
-	if _, err := s.client.SubmitTransaction(ctx, actions, nil); err != nil {
-		if hasCode(err, "UpdateConditionNotSatisfied") || hasCode(err, "EntityAlreadyExists") || hasCode(err, "ResourceNotFound") {
-			return errOvertaken
-		}
+	_, err = s.client.SubmitTransaction(ctx, actions, nil)
+	if err == nil {
+		return nil
+	}
+	if !hasCode(err, "UpdateConditionNotSatisfied") && !hasCode(err, "EntityAlreadyExists") {
 		return fmt.Errorf("azstore: transaction: %w", err)
 	}
-	return nil
+	// The SDK resends a transaction whose answer it lost, and the resent
+	// one finds the guard changed, by the first: then this attempt's ID
+	// is in the guard, and the batch committed.
+	switch guard, err := s.readGuard(ctx, pk, false); {
+	case err != nil:
+		return err
+	case guard != nil && guard.attempt == attempt:
+		return nil
+	}
+	return errOvertaken
+}
+
+// guard is a partition's guard as read.
+type guard struct {
+	ETag    azcore.ETag
+	attempt string
+}
+
+// readGuard reads the guard of partition pk: nil when there is none, or
+// when skip is set.
+func (s *Store) readGuard(ctx context.Context, pk string, skip bool) (*guard, error) {
+	if skip {
+		return nil, nil
+	}
+	resp, err := s.client.GetEntity(ctx, pk, guardRow, nil)
+	if notFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("azstore: guard: %w", err)
+	}
+	var g guardEntity
+	if err := json.Unmarshal(resp.Value, &g); err != nil {
+		return nil, fmt.Errorf("azstore: guard: %w", err)
+	}
+	return &guard{ETag: resp.ETag, attempt: g.Attempt}, nil
 }
 
 // Atomicity is one partition (see Partition), at most 99 operations and

@@ -4,10 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore"
@@ -33,19 +41,28 @@ func azurite(t *testing.T) string {
 // openFresh opens a store on a new table, which the test deletes at the end.
 func openFresh(t *testing.T, conn string) *azstore.Store {
 	t.Helper()
-	ctx := context.Background()
+	return openTable(t, conn, freshTable(t, conn), nil)
+}
+
+// freshTable names a new table and deletes it at the end of the test.
+func freshTable(t *testing.T, conn string) string {
 	name := fmt.Sprintf("t%016x", rand.Uint64())
-	s, err := azstore.Open(ctx, conn, azstore.Options{Table: name})
-	require.NoError(t, err)
 	t.Cleanup(func() {
 		svc, err := aztables.NewServiceClientFromConnectionString(conn, nil)
 		if err == nil {
-			_, err = svc.DeleteTable(ctx, name, nil)
+			_, err = svc.DeleteTable(context.Background(), name, nil)
 		}
-		if err != nil {
+		if err != nil && !strings.Contains(err.Error(), "TableNotFound") {
 			t.Errorf("deleting table %s: %v", name, err)
 		}
 	})
+	return name
+}
+
+func openTable(t *testing.T, conn, name string, client *aztables.ClientOptions) *azstore.Store {
+	t.Helper()
+	s, err := azstore.Open(context.Background(), conn, azstore.Options{Table: name, Client: client})
+	require.NoError(t, err)
 	return s
 }
 
@@ -87,4 +104,122 @@ func TestLimits(t *testing.T) {
 		_, err := s.Get(ctx, []byte("k2"))
 		require.ErrorIs(t, err, indextable.ErrNotFound, name)
 	}
+}
+
+// transport lets a test delay every request and lose the answer to the
+// first transaction after it committed, as a network may.
+type transport struct {
+	delay    time.Duration
+	loseOnce atomic.Bool
+}
+
+func (tr *transport) Do(req *http.Request) (*http.Response, error) {
+	time.Sleep(tr.delay)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil && strings.HasSuffix(req.URL.Path, "$batch") && tr.loseOnce.CompareAndSwap(true, false) {
+		resp.Body.Close()
+		return nil, io.ErrUnexpectedEOF
+	}
+	return resp, err
+}
+
+func openWith(t *testing.T, tr *transport) *azstore.Store {
+	t.Helper()
+	conn := azurite(t)
+	return openTable(t, conn, freshTable(t, conn), &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Transport: tr}})
+}
+
+// TestLostAnswer: a transaction that committed, whose answer was lost and
+// which the SDK sent again, is reported as applied, not as a conflict.
+func TestLostAnswer(t *testing.T) {
+	ctx := context.Background()
+	tr := &transport{}
+	s := openWith(t, tr)
+	tr.loseOnce.Store(true)
+	var b indextable.Batch
+	b.ExpectAbsent([]byte("k"))
+	b.Put([]byte("k"), []byte("v"))
+	require.NoError(t, s.Apply(ctx, &b))
+	require.False(t, tr.loseOnce.Load(), "the answer was lost")
+	v, err := s.Get(ctx, []byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, []byte("v"), v)
+}
+
+// TestHotPartition: many writers of one partition, on a slow network, all
+// get their puts in.
+func TestHotPartition(t *testing.T) {
+	ctx := context.Background()
+	s := openWith(t, &transport{delay: 25 * time.Millisecond})
+	var wg sync.WaitGroup
+	errs := make(chan error, 300)
+	for w := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3 {
+				var b indextable.Batch
+				b.Put(fmt.Appendf(nil, "hot%03d-%d", w, i), []byte("v"))
+				if err := s.Apply(ctx, &b); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestKeysBeyondTuples: keys that extend a tuple with bytes that are not an
+// element, or that hold a NUL inside a string, scan in order and whole.
+func TestKeysBeyondTuples(t *testing.T) {
+	ctx := context.Background()
+	s := openFresh(t, azurite(t))
+	tuple := func(elems ...any) []byte {
+		k, err := indextable.EncodeTuple(elems...)
+		require.NoError(t, err)
+		return k
+	}
+	ab := tuple("t", int64(0), "ab")
+	keys := [][]byte{
+		{0x00, 0x14, 0x00}, {0x00, 0x14, 0x00, 0xff},
+		ab, tuple("t", int64(0), "ab", "x"), tuple("t", int64(0), "ab\x00c"),
+	}
+	for _, k := range keys {
+		var b indextable.Batch
+		b.Put(k, k)
+		require.NoError(t, s.Apply(ctx, &b))
+	}
+	scan := func(r indextable.ScanRange) [][]byte {
+		var got [][]byte
+		for e, err := range s.Scan(ctx, r) {
+			require.NoError(t, err)
+			got = append(got, bytes.Clone(e.Key))
+		}
+		return got
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	require.Equal(t, keys, scan(indextable.ScanRange{}))
+	end := append(slices.Clone(ab[:len(ab)-1]), 0x01) // every key that starts with "ab"
+	require.Equal(t, keys[2:], scan(indextable.ScanRange{Start: ab, End: end}))
+	require.Equal(t, keys[:2], scan(indextable.ScanRange{Start: []byte{0x00, 0x14, 0x00}, End: []byte{0x00, 0x14, 0x01}}))
+}
+
+// TestLongKeys: a key too long to store is absent: expecting so, or
+// deleting it, succeeds; expecting a value of it is a conflict.
+func TestLongKeys(t *testing.T) {
+	ctx := context.Background()
+	s := openFresh(t, azurite(t))
+	long, err := indextable.EncodeTuple("t", int64(0), strings.Repeat("x", 600))
+	require.NoError(t, err)
+	var b indextable.Batch
+	b.ExpectAbsent(long)
+	b.Delete(long)
+	require.NoError(t, s.Apply(ctx, &b))
+	b.Reset()
+	b.ExpectValue(long, []byte("v"))
+	require.ErrorIs(t, s.Apply(ctx, &b), indextable.ErrConflict)
 }
