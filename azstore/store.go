@@ -171,23 +171,20 @@ func parseEntity(data []byte) (rowKey string, value []byte, err error) {
 	}
 }
 
-// get reads key, returning its value (nil when absent) and ETag.
-func (s *Store) get(ctx context.Context, key []byte) ([]byte, azcore.ETag, error) {
+// get reads key, returning its value, or nil when it is absent.
+func (s *Store) get(ctx context.Context, key []byte) ([]byte, error) {
 	if len(key) > maxKeyBytes {
-		return nil, "", nil // too long to be stored
+		return nil, nil // too long to be stored
 	}
 	resp, err := s.client.GetEntity(ctx, partitionKey(Partition(key)), rowKey(key), nil)
 	if notFound(err) {
-		return nil, "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("azstore: get: %w", err)
+		return nil, fmt.Errorf("azstore: get: %w", err)
 	}
 	_, v, err := parseEntity(resp.Value)
-	if err != nil {
-		return nil, "", err
-	}
-	return v, resp.ETag, nil
+	return v, err
 }
 
 // Get returns the value stored under key, or an error wrapping
@@ -196,7 +193,7 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	v, _, err := s.get(ctx, key)
+	v, err := s.get(ctx, key)
 	if err == nil && v == nil {
 		return nil, fmt.Errorf("azstore: %w", indextable.ErrNotFound)
 	}
@@ -222,7 +219,7 @@ func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]b
 				errs[i] = fmt.Errorf("azstore: %w", err)
 				return
 			}
-			vals[i], _, errs[i] = s.get(ctx, k)
+			vals[i], errs[i] = s.get(ctx, k)
 		}()
 	}
 	wg.Wait()
@@ -428,20 +425,24 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 	}
 	blind := !slices.ContainsFunc(ops, func(op indextable.Op) bool { return op.Kind != indextable.OpPut })
 	actions := make([]aztables.TransactionAction, 0, len(ops)+1)
-	switch guard, err := s.readGuard(ctx, pk, blind); {
-	case err != nil:
-		return err
+	var g *guard
+	if !blind {
+		if g, err = s.readGuard(ctx, pk); err != nil {
+			return err
+		}
+	}
+	switch {
 	case blind:
 		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: ge})
-	case guard == nil:
+	case g == nil:
 		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: ge})
 	default:
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateReplace, Entity: ge, IfMatch: &guard.ETag})
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateReplace, Entity: ge, IfMatch: &g.ETag})
 	}
 	for _, op := range ops {
 		var v []byte
 		if op.Kind != indextable.OpPut {
-			if v, _, err = s.get(ctx, op.Key); err != nil {
+			if v, err = s.get(ctx, op.Key); err != nil {
 				return err
 			}
 		}
@@ -485,10 +486,10 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 	// The SDK resends a transaction whose answer it lost, and the resent
 	// one finds the guard changed, by the first: then this attempt's ID
 	// is in the guard, and the batch committed.
-	switch guard, err := s.readGuard(ctx, pk, false); {
+	switch g, err := s.readGuard(ctx, pk); {
 	case err != nil:
 		return err
-	case guard != nil && guard.attempt == attempt:
+	case g != nil && g.attempt == attempt:
 		return nil
 	}
 	return errOvertaken
@@ -500,12 +501,8 @@ type guard struct {
 	attempt string
 }
 
-// readGuard reads the guard of partition pk: nil when there is none, or
-// when skip is set.
-func (s *Store) readGuard(ctx context.Context, pk string, skip bool) (*guard, error) {
-	if skip {
-		return nil, nil
-	}
+// readGuard reads the guard of partition pk, nil when there is none.
+func (s *Store) readGuard(ctx context.Context, pk string) (*guard, error) {
 	resp, err := s.client.GetEntity(ctx, pk, guardRow, nil)
 	if notFound(err) {
 		return nil, nil
