@@ -206,15 +206,12 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 		return errMemClosed
 	}
 	for _, op := range b.ops {
-		switch op.Kind {
-		case OpExpectValue:
-			if it, ok := m.tree.Get(memItem{key: op.Key}); !ok || !bytes.Equal(it.value, op.Value) {
-				return fmt.Errorf("memory store: key %q does not hold the expected value: %w", op.Key, ErrConflict)
-			}
-		case OpExpectAbsent:
-			if m.tree.Has(memItem{key: op.Key}) {
-				return fmt.Errorf("memory store: key %q is present: %w", op.Key, ErrConflict)
-			}
+		if op.IsWrite() {
+			continue
+		}
+		it, _ := m.tree.Get(memItem{key: op.Key}) // its value is nil when absent
+		if err := CheckExpectation(op, it.value); err != nil {
+			return fmt.Errorf("memory store: %w", err)
 		}
 	}
 	for _, op := range b.ops {

@@ -223,6 +223,20 @@ func (a Atomicity) Allows(b *Batch) error {
 	return nil
 }
 
+// CheckExpectation reports whether expectation op holds while its key holds
+// current (nil when the key is absent, non-nil when present, even empty):
+// nil, or an error wrapping ErrConflict that names the key. Stores call it
+// for the OpExpectValue and OpExpectAbsent operations of a batch.
+func CheckExpectation(op Op, current []byte) error {
+	switch {
+	case op.Kind == OpExpectAbsent && current != nil:
+		return fmt.Errorf("%w: key %q is present", ErrConflict, op.Key)
+	case op.Kind == OpExpectValue && (current == nil || !bytes.Equal(current, op.Value)):
+		return fmt.Errorf("%w: key %q does not hold the expected value", ErrConflict, op.Key)
+	}
+	return nil
+}
+
 // CheckBatch validates b for any Store: it reports an error wrapping
 // ErrInvalidBatch for an unknown operation kind or a key written twice.
 // Stores call it at the start of Apply.

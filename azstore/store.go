@@ -381,7 +381,7 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 		case indextable.OpPut:
 			return fmt.Errorf("azstore: %w: key of %d bytes; Azure keys hold %d", indextable.ErrInvalidBatch, len(op.Key), maxKeyBytes)
 		case indextable.OpExpectValue:
-			return fmt.Errorf("azstore: %w: key %q does not hold the expected value", indextable.ErrConflict, op.Key)
+			return fmt.Errorf("azstore: %w", indextable.CheckExpectation(op, nil))
 		}
 	}
 	if err := s.begin(ctx); err != nil {
@@ -447,13 +447,9 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 			}
 		}
 		switch op.Kind {
-		case indextable.OpExpectAbsent:
-			if v != nil {
-				return fmt.Errorf("azstore: %w: key %q exists", indextable.ErrConflict, op.Key)
-			}
-		case indextable.OpExpectValue:
-			if v == nil || !bytes.Equal(v, op.Value) {
-				return fmt.Errorf("azstore: %w: key %q does not hold the expected value", indextable.ErrConflict, op.Key)
+		case indextable.OpExpectAbsent, indextable.OpExpectValue:
+			if err := indextable.CheckExpectation(op, v); err != nil {
+				return fmt.Errorf("azstore: %w", err)
 			}
 		case indextable.OpPut:
 			e, err := newEntity(op.Key, op.Value)

@@ -446,11 +446,8 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 			if v != nil {
 				buf = v
 			}
-			if op.Kind == indextable.OpExpectAbsent && v != nil {
-				return fmt.Errorf("pebblestore: %w: key %q exists", indextable.ErrConflict, op.Key)
-			}
-			if op.Kind == indextable.OpExpectValue && (v == nil || !bytes.Equal(v, op.Value)) {
-				return fmt.Errorf("pebblestore: %w: key %q does not hold the expected value", indextable.ErrConflict, op.Key)
+			if err := indextable.CheckExpectation(op, v); err != nil {
+				return fmt.Errorf("pebblestore: %w", err)
 			}
 		}
 	}
