@@ -2,6 +2,7 @@ package pebblestore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,4 +182,29 @@ func TestCloseReleasesEverything(t *testing.T) {
 			runtime.NumGoroutine(), goroutines, fds(), files)
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestCloseDuringScan: a scan holds no iterator while its loop body runs,
+// so the body may close the store, and the scan then ends with ErrClosed.
+func TestCloseDuringScan(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), pebblestore.Options{})
+	var b indextable.Batch
+	for i := range 40 {
+		b.Put(fmt.Appendf(nil, "k%02d", i), []byte("v"))
+	}
+	require.NoError(t, s.Apply(ctx, &b))
+	n := 0
+	var last error
+	for _, err := range s.Scan(ctx, indextable.ScanRange{}) {
+		if err != nil {
+			last = err
+			break
+		}
+		if n++; n == 1 {
+			require.NoError(t, s.Close())
+		}
+	}
+	require.ErrorIs(t, last, indextable.ErrClosed)
+	assert.Less(t, n, 40)
 }
