@@ -68,6 +68,9 @@ type IndexStatus struct {
 	State IndexState
 	// Generation counts the definitions the index has had.
 	Generation int64
+	// Placement is where the entries lie: InterPartition or IntraPartition,
+	// as declared or as AutoPlacement picked for the store.
+	Placement Placement
 	// Done and Total are the records indexed so far and the records the
 	// table held when the build began: a progress bar for a write-only
 	// index. Both are zero when the index became readable without a build.
@@ -146,6 +149,9 @@ func (ix *indexTable) definitionFingerprint(spec indexDefinition) uint64 {
 	for _, f := range ix.fields {
 		parts = append(parts, f.name, f.typ.String())
 	}
+	if ix.intra { // a placement other than the first one's changes the fingerprint
+		parts = append(parts, "intra-partition")
+	}
 	parts = append(parts, "projection")
 	for _, f := range ix.proj.fields {
 		parts = append(parts, f.name, f.typ.String())
@@ -177,7 +183,11 @@ func catalogKey(tablePrefix []byte, name string) []byte {
 // place sets where the entries of generation gen of ix live.
 func (ix *indexTable) place(tablePrefix []byte, gen int64) {
 	ix.gen = gen
-	ix.prefix = appendInt(appendString(appendInt(bytes.Clone(tablePrefix), spaceIndex), ix.name), gen)
+	space := int64(spaceIndex)
+	if ix.intra {
+		space = spaceIntra
+	}
+	ix.prefix = appendInt(appendString(appendInt(bytes.Clone(tablePrefix), space), ix.name), gen)
 }
 
 // loadCatalog reconciles the catalog with the table's schema: it places
@@ -275,9 +285,27 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 	// The catalog no longer names older generations: delete what is left
 	// of them (usually nothing, one empty scan each).
 	for name, gen := range gens {
-		start := appendString(appendInt(bytes.Clone(t.prefix), spaceIndex), name)
-		if err := deleteRange(ctx, t.store, start, appendInt(bytes.Clone(start), gen)); err != nil {
+		if err := t.dropGenerations(ctx, name, gen); err != nil {
 			return fmt.Errorf("table %q: drop old entries of index %q: %w", t.name, name, err)
+		}
+	}
+	return nil
+}
+
+// dropGenerations deletes the entries of index name's generations below
+// gen, in either placement. Those in spaceIntra are deleted one generation
+// at a time: a partitioned store keeps one generation's entries in key
+// order across its partitions, but not the entries of several.
+func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) error {
+	start := appendString(appendInt(bytes.Clone(t.prefix), spaceIndex), name)
+	if err := deleteRange(ctx, t.store, start, appendInt(bytes.Clone(start), gen)); err != nil {
+		return err
+	}
+	start = appendString(appendInt(bytes.Clone(t.prefix), spaceIntra), name)
+	for g := int64(1); g < gen; g++ {
+		p := appendInt(bytes.Clone(start), g)
+		if err := deleteRange(ctx, t.store, p, tupleEnd(p)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -317,7 +345,7 @@ func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, IndexStatus{Name: ix.name, State: c.state, Generation: c.gen, Done: c.done, Total: c.total})
+		out = append(out, IndexStatus{Name: ix.name, State: c.state, Generation: c.gen, Placement: ix.placement(), Done: c.done, Total: c.total})
 	}
 	return out, nil
 }

@@ -80,7 +80,7 @@ func TestCatalogDetectsSchemaChanges(t *testing.T) {
 	town.Strategy = it.FullCopy
 	tbl = openWith(t, s, town, indexByName("name"), indexByName("email"))
 	st = statusOf(t, tbl)
-	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2}, st["town"])
+	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2, Placement: it.InterPartition}, st["town"])
 	require.Equal(t, it.IndexWriteOnly, st["name"].State)
 	require.Equal(t, it.IndexWriteOnly, st["email"].State)
 	require.Empty(t, indexNames(t, s), "the old definitions' entries are gone")
@@ -125,7 +125,7 @@ func TestCatalogDetectsSchemaChanges(t *testing.T) {
 	require.Equal(t, int64(1), statusOf(t, tbl)["score_parity"].Generation)
 	parity.Version = 2
 	tbl = openWith(t, s, parity)
-	require.Equal(t, it.IndexStatus{Name: "score_parity", State: it.IndexWriteOnly, Generation: 2}, statusOf(t, tbl)["score_parity"])
+	require.Equal(t, it.IndexStatus{Name: "score_parity", State: it.IndexWriteOnly, Generation: 2, Placement: it.InterPartition}, statusOf(t, tbl)["score_parity"])
 }
 
 // TestReadableStateReachesOtherTables checks that a table opened before a
@@ -174,7 +174,7 @@ func TestDisableAndEnableIndex(t *testing.T) {
 	require.Equal(t, it.IndexDisabled, statusOf(t, tbl)["town"].State)
 
 	require.NoError(t, tbl.EnableIndex(ctx, "town"))
-	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2}, statusOf(t, tbl)["town"])
+	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2, Placement: it.InterPartition}, statusOf(t, tbl)["town"])
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
 	checkIndex(t, tbl, model, "town", nil)
 	require.ErrorIs(t, tbl.DisableIndex(ctx, "nope"), it.ErrInvalidSchema)
@@ -223,7 +223,7 @@ func TestConsistencyChangeRebuilds(t *testing.T) {
 	require.NoError(t, err)
 
 	tbl = openWith(t, s, indexByName("town"))
-	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2}, statusOf(t, tbl)["town"])
+	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2, Placement: it.InterPartition}, statusOf(t, tbl)["town"])
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
 	catchUp(t, tbl)
 	checkIndex(t, tbl, map[int]person{1: {ID: 1, Town: "S"}}, "town", nil)

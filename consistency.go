@@ -78,6 +78,7 @@ const changeFormat = 1
 const (
 	scopeEventual = 1 // the Eventual indexes
 	scopeAll      = 2 // every non-unique index: a write that fell back
+	scopeInter    = 4 // the InterPartition ones: a write that kept the rest
 )
 
 // change is a decoded change record.
@@ -609,7 +610,7 @@ func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 		scope |= c.scope
 	}
 	want := func(ix *indexTable) bool {
-		return ix.maintained() && !ix.unique && (ix.eventual || scope&scopeAll != 0)
+		return ix.maintained() && !ix.unique && (ix.eventual || scope&scopeAll != 0 || scope&scopeInter != 0 && !ix.intra)
 	}
 	ops := make([]Op, 0, 1+2*len(g.changes)+8)
 	if fact == nil {

@@ -61,6 +61,11 @@ func partitionOf(key []byte) []byte {
 		p, err = it.EncodeTuple(t[0], "record", t[2])
 	case int64(1): // an index table
 		p, err = it.EncodeTuple(t[0], "index", t[2])
+	case int64(5): // an intra-partition index table, by the record
+		if len(t) < 5 {
+			return key
+		}
+		p, err = it.EncodeTuple(t[0], "record", t[4])
 	default:
 		p, err = it.EncodeTuple(t[0], t[1])
 	}

@@ -47,6 +47,9 @@ type Index[T any] struct {
 	// Consistency says when the index follows a write: Synchronous (in the
 	// write's batch) or Eventual (through the table's durable queue).
 	Consistency Consistency
+	// Placement says where the entries lie on a partitioned store; see
+	// Placement.
+	Placement Placement
 	// Version is part of the index's definition in the catalog: change it
 	// when a Key func starts computing other keys, so that the index is
 	// rebuilt. Fields, Strategy and the other settings are compared without
@@ -63,6 +66,7 @@ type indexTable struct {
 	state       atomic.Int32
 	fingerprint uint64 // of the definition, for the catalog
 	eventual    bool
+	intra       bool // IntraPartition: entries in their record's partition
 	fields      []field
 	keyFunc     func(reflect.Value) []Tuple
 	strategy    Strategy
@@ -78,7 +82,7 @@ type entry struct {
 	value []byte
 }
 
-func compileIndex[T any](rt reflect.Type, spec Index[T]) (*indexTable, error) {
+func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTable, error) {
 	ix := &indexTable{
 		name:     spec.Name,
 		strategy: spec.Strategy,
@@ -145,6 +149,9 @@ func compileIndex[T any](rt reflect.Type, spec Index[T]) (*indexTable, error) {
 		}
 	default:
 		return fail("unknown consistency %v", spec.Consistency)
+	}
+	if err := ix.resolvePlacement(spec.Placement, spec.Fields, t.pk[0], t.prefix, t.factSpace, t.store); err != nil {
+		return nil, err
 	}
 	ix.fingerprint = ix.definitionFingerprint(indexDefinition{
 		name: spec.Name, key: spec.Key != nil, strategy: spec.Strategy,

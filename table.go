@@ -34,6 +34,7 @@ const (
 	spaceCatalog = 2 // then the index name
 	spaceQueue   = 3 // then the primary key and a change ID
 	spaceLease   = 4 // then a maintainer partition
+	// spaceIntra   = 5: see Placement
 )
 
 // maxAttempts bounds the retries of a write whose read was overtaken by a
@@ -126,7 +127,7 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 		if t.indexes.lookup(spec.Name) != nil {
 			return nil, fmt.Errorf("%w: two indexes are named %q", ErrInvalidSchema, spec.Name)
 		}
-		ix, err := compileIndex(rt, spec)
+		ix, err := compileIndex(rt, spec, t)
 		if err != nil {
 			return nil, err
 		}
@@ -329,12 +330,29 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
 		err := commit(ctx, t.store, &b, func() error {
+			queued = true
+			// The record with the entries in its partition, the others
+			// queued; else the record alone, every index queued.
+			oldIntra, oldInter := splitPlacement(oldEntries)
+			newIntra, newInter := splitPlacement(newEntries)
+			if len(newIntra)+len(oldIntra) > 0 {
+				writeFact(0)
+				err := t.indexes.plan(ctx, t.store, &b, oldIntra, newIntra)
+				if err != nil {
+					return err
+				}
+				t.enqueue(&b, pk, oldValue, exists, scopeEventual|scopeInter)
+				if t.store.Atomicity().Allows(&b) == nil {
+					if ix := uniqueChange(oldInter, newInter); ix != nil {
+						return errUniqueOutside(ix)
+					}
+					return nil
+				}
+			}
 			if ix := uniqueChange(oldEntries, newEntries); ix != nil {
-				return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch",
-					ErrInvalidBatch, ix.name)
+				return errUniqueOutside(ix)
 			}
 			writeFact(scopeAll)
-			queued = true
 			return nil
 		})
 		if err == nil {
@@ -353,6 +371,23 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
 	}
+}
+
+// splitPlacement splits entries into those of IntraPartition indexes and
+// the others.
+func splitPlacement(entries []entry) (intra, inter []entry) {
+	for _, e := range entries {
+		if e.ix.intra {
+			intra = append(intra, e)
+		} else {
+			inter = append(inter, e)
+		}
+	}
+	return intra, inter
+}
+
+func errUniqueOutside(ix *indexTable) error {
+	return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch", ErrInvalidBatch, ix.name)
 }
 
 // entriesOf decodes a stored record and returns its entries in the

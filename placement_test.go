@@ -1,0 +1,186 @@
+package indextable_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+)
+
+// film is partitioned by genre, as the movies of the pattern's figures.
+type film struct {
+	Genre, Title string
+	Year         int
+	Rating       int
+	Actors       []string
+}
+
+// apart is a memory store that gives every key a partition of its own, so
+// no index entry shares its record's.
+type apart struct{ *it.MemoryStore }
+
+func (apart) Atomicity() it.Atomicity {
+	return it.Atomicity{Partition: func(k []byte) []byte { return k }}
+}
+
+func openFilms(t testing.TB, s it.Store, indexes ...it.Index[film]) (*it.Table[film], error) {
+	t.Helper()
+	return it.Open(context.Background(), s, it.Schema[film]{Name: "films", PrimaryKey: []string{"Genre", "Title"}, Indexes: indexes})
+}
+
+func TestPlacementIsResolvedForTheStore(t *testing.T) {
+	leading := it.Index[film]{Name: "ix", Fields: []string{"Genre", "Year"}}
+	other := it.Index[film]{Name: "ix", Fields: []string{"Year"}}
+	computed := it.Index[film]{Name: "ix", Key: func(f film) []it.Tuple { return []it.Tuple{{f.Genre, f.Year}} }}
+	with := func(ix it.Index[film], p it.Placement) it.Index[film] { ix.Placement = p; return ix }
+	stores := map[string]func() it.Store{
+		"memory":      func() it.Store { return it.NewMemoryStore() },
+		"partitioned": func() it.Store { return partitionedStore(it.NewMemoryStore()) },
+		"apart":       func() it.Store { return apart{it.NewMemoryStore()} },
+	}
+	for _, tc := range []struct {
+		store string
+		index it.Index[film]
+		want  it.Placement // zero: an invalid schema
+	}{
+		// Auto picks intra-partition only where the store puts the entries
+		// in their records' partitions.
+		{"memory", leading, it.InterPartition},
+		{"partitioned", leading, it.IntraPartition},
+		{"apart", leading, it.InterPartition},
+		{"partitioned", other, it.InterPartition},
+		{"partitioned", computed, it.InterPartition},
+		// What is asked, where the store allows it.
+		{"partitioned", with(leading, it.InterPartition), it.InterPartition},
+		{"memory", with(leading, it.IntraPartition), it.IntraPartition},
+		{"partitioned", with(leading, it.IntraPartition), it.IntraPartition},
+		{"apart", with(leading, it.IntraPartition), 0},
+		{"partitioned", with(other, it.IntraPartition), 0},
+		{"memory", with(computed, it.IntraPartition), 0},
+		{"memory", with(leading, it.Placement(9)), 0},
+	} {
+		name := tc.store + "/" + tc.index.Placement.String()
+		tbl, err := openFilms(t, stores[tc.store](), tc.index)
+		if tc.want == 0 {
+			require.ErrorIs(t, err, it.ErrInvalidSchema, name)
+			continue
+		}
+		require.NoError(t, err, name)
+		st, err := tbl.IndexStatus(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, st[0].Placement, "%s, fields %v", name, tc.index.Fields)
+	}
+}
+
+// TestIntraPartitionIndexesCommitWithTheirRecord: on a partitioned store,
+// a write commits its record and its intra-partition entries at once, and
+// queues only the inter-partition ones.
+func TestIntraPartitionIndexesCommitWithTheirRecord(t *testing.T) {
+	ctx := context.Background()
+	s := partitionedStore(it.NewMemoryStore())
+	tbl, err := openFilms(t, s,
+		it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Strategy: it.FullCopy},
+		it.Index[film]{Name: "rating", Fields: []string{"Genre", "Rating", "Title"}, Unique: true},
+		it.Index[film]{Name: "actor", Fields: []string{"Actors"}, MultiValued: true},
+	)
+	require.NoError(t, err)
+	find := func(index string, eq ...any) []string {
+		var titles []string
+		for f, err := range tbl.Find(ctx, it.Query{Index: index, Eq: eq}) {
+			require.NoError(t, err)
+			titles = append(titles, f.Title)
+		}
+		return titles
+	}
+	_, err = tbl.Insert(ctx, film{Genre: "Sci-Fi", Title: "Red Dust", Year: 2019, Rating: 7, Actors: []string{"Ava Stone"}})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, film{Genre: "Sci-Fi", Title: "Blue Moon", Year: 2021, Rating: 8, Actors: []string{"Ava Stone"}})
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{"Red Dust"}, find("year", "Sci-Fi", 2019))
+	assert.Equal(t, []string{"Red Dust", "Blue Moon"}, find("rating", "Sci-Fi"))
+	assert.Empty(t, find("actor", "Ava Stone"), "the actor index waits for the maintainer")
+	lag, err := tbl.Lag(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, lag.Pending)
+
+	// A unique intra-partition key is checked in the write's transaction.
+	_, err = tbl.Update(ctx, film{Genre: "Sci-Fi", Title: "Blue Moon", Year: 2021, Rating: 7, Actors: []string{"Ava Stone"}})
+	require.NoError(t, err, "the rating key includes the title")
+	_, err = tbl.Update(ctx, film{Genre: "Sci-Fi", Title: "Red Dust", Year: 2020, Rating: 7})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Red Dust"}, find("year", "Sci-Fi", 2020))
+	assert.Empty(t, find("year", "Sci-Fi", 2019))
+
+	catchUp(t, tbl)
+	assert.Equal(t, []string{"Blue Moon"}, find("actor", "Ava Stone"))
+	report, err := tbl.Verify(ctx, it.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, report.Total())
+	assert.Equal(t, int64(5), report.Entries, "two records in two intra-partition indexes, and Blue Moon under its actor")
+}
+
+// TestIntraPartitionUniqueIndex: on a partitioned store, a unique index
+// that lies with its records is checked, where one that does not refuses
+// the write.
+func TestIntraPartitionUniqueIndex(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range []it.Placement{it.IntraPartition, it.InterPartition} {
+		tbl, err := openFilms(t, partitionedStore(it.NewMemoryStore()),
+			it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Unique: true, Placement: p})
+		require.NoError(t, err)
+		_, err = tbl.Insert(ctx, film{Genre: "Drama", Title: "A", Year: 2000})
+		if p == it.InterPartition {
+			require.ErrorIs(t, err, it.ErrInvalidBatch)
+			continue
+		}
+		require.NoError(t, err)
+		_, err = tbl.Insert(ctx, film{Genre: "Drama", Title: "B", Year: 2000})
+		require.ErrorIs(t, err, it.ErrUniqueViolation)
+		_, err = tbl.Insert(ctx, film{Genre: "Comedy", Title: "B", Year: 2000})
+		require.NoError(t, err, "another partition, another key")
+	}
+}
+
+// TestPlacementChangeRebuilds: a new placement is a new definition, whose
+// entries are built anew where it puts them, and the old ones dropped.
+func TestPlacementChangeRebuilds(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	count := func(space int64) int {
+		prefix, err := it.EncodeTuple("films", space)
+		require.NoError(t, err)
+		n := 0
+		for _, err := range s.Scan(ctx, it.ScanRange{Start: prefix, End: append(prefix, 0xff)}) {
+			require.NoError(t, err)
+			n++
+		}
+		return n
+	}
+	for i, p := range []it.Placement{it.InterPartition, it.IntraPartition, it.InterPartition} {
+		tbl, err := openFilms(t, s, it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Placement: p})
+		require.NoError(t, err)
+		if i == 0 {
+			for _, title := range []string{"A", "B", "C"} {
+				_, err := tbl.Insert(ctx, film{Genre: "Drama", Title: title, Year: 1990})
+				require.NoError(t, err)
+			}
+		}
+		require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+		st, err := tbl.IndexStatus(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(i+1), st[0].Generation, p)
+		n, err := tbl.Count(ctx, it.Query{Index: "year", Eq: it.Tuple{"Drama", 1990}})
+		require.NoError(t, err)
+		assert.Equal(t, 3, n, p)
+		inter, intra := count(1), count(5)
+		if p == it.IntraPartition {
+			inter, intra = intra, inter
+		}
+		assert.Equal(t, 3, inter, "%v: entries where it puts them", p)
+		assert.Zero(t, intra, "%v: none left where the other placement put them", p)
+	}
+}
