@@ -96,54 +96,65 @@ func decodeKey(s string) ([]byte, error) {
 }
 
 // Partition is the store's atomicity scope: the partition of a key. A
-// record shares its partition with its change records, so a write of the
-// record and its queued changes is one entity group transaction; an index
-// table is partitioned by its first key component, so an exact or prefix
-// read of it touches one partition. The catalog and the leases of a table
-// have a partition each. A key that extends an indextable key with bytes
-// that are not a tuple element is in that key's partition; any other key
-// is partitioned by its first two bytes. Keep such keys out of the ranges
-// of indextable keys: a scan that finds them out of order fails.
+// record shares its partition with its change records and with the entries
+// of its table's intra-partition indexes (see indextable.Placement), all
+// named by the record's first primary key component, so a write of the
+// record, those entries and its queued changes is one entity group
+// transaction. An inter-partition index table is partitioned by its first
+// key component, so an exact or prefix read of it touches one partition.
+// The catalog and the leases of a table have a partition each. A key that
+// extends an indextable key with bytes that are not a tuple element is in
+// that key's partition; any other key is partitioned by its first two
+// bytes. Keep such keys out of the ranges of indextable keys: a scan that
+// finds them out of order fails.
 //
 // Partitions ascend with keys within each space of a table (records,
-// indexes, catalog, queue, leases), which lets a scan of a space follow
-// the table's (PartitionKey, RowKey) order.
+// indexes, catalog, queue, leases) and within each generation of an
+// intra-partition index, which lets a scan of one follow the table's
+// (PartitionKey, RowKey) order.
 func Partition(key []byte) []byte {
 	p, _ := partition(key)
 	return p
 }
 
-// partition returns the partition of key, and whether every key that
-// extends it as a tuple (the keys from p to p+0xFF) has it for partition:
-// a scan within those keys is then a query of one partition.
-func partition(key []byte) (p []byte, whole bool) {
+// partition returns the partition p of key, and a prefix of key (nil if
+// none) whose extensions as a tuple (the keys from prefix to prefix+0xFF)
+// all lie in p: a scan within them is a query of one partition.
+func partition(key []byte) (p, prefix []byte) {
 	raw := key[:min(len(key), 2)]
 	t := decodePrefix(key)
 	if len(t) < 2 {
-		return raw, false
+		return raw, nil
 	}
 	space, ok := t[1].(int64)
 	if !ok {
-		return raw, false
+		return raw, nil
 	}
 	var err error
 	switch {
-	case space == 0 && len(t) >= 3: // a record; its changes below
+	case space == 0 && len(t) >= 3: // a record; its changes and entries below
 		p, err = indextable.EncodeTuple(t[:3]...)
-		whole = true
+		prefix = p
 	case space == 3 && len(t) >= 3:
 		p, err = indextable.EncodeTuple(t[0], int64(0), t[2])
+	case space == 5 && len(t) >= 5: // table, space, index, generation, record's partition
+		p, err = indextable.EncodeTuple(t[0], int64(0), t[4])
+		if err == nil {
+			prefix, err = indextable.EncodeTuple(t[:5]...)
+		}
 	case space == 1 && len(t) >= 5: // an index table, by its first component
 		p, err = indextable.EncodeTuple(t[:5]...)
-		whole = true
+		prefix = p
 	default:
 		p, err = indextable.EncodeTuple(t[:2]...)
-		whole = space != 0 && space != 1 && space != 3
+		if space != 0 && space != 1 && space != 3 && space != 5 {
+			prefix = p
+		}
 	}
 	if err != nil {
-		return raw, false
+		return raw, nil
 	}
-	return p, whole
+	return p, prefix
 }
 
 // decodePrefix decodes the longest prefix of key that is a tuple, so that

@@ -67,24 +67,26 @@ func TestPartition(t *testing.T) {
 		return k
 	}
 	for _, tc := range []struct {
-		name  string
-		key   []byte
-		want  []byte
-		whole bool
+		name   string
+		key    []byte
+		want   []byte
+		prefix []byte // of the keys a one-partition query reads
 	}{
-		{"record", key("movies", int64(0), "Sci-Fi", "Red Dust"), key("movies", int64(0), "Sci-Fi"), true},
-		{"its change", key("movies", int64(3), "Sci-Fi", "Red Dust", []byte{1}), key("movies", int64(0), "Sci-Fi"), false},
-		{"index entry", key("movies", int64(1), "actor", int64(1), "Ava Stone", "Sci-Fi", "Red Dust"), key("movies", int64(1), "actor", int64(1), "Ava Stone"), true},
-		{"catalog", key("movies", int64(2), "actor"), key("movies", int64(2)), true},
-		{"short record space", key("movies", int64(0)), key("movies", int64(0)), false},
-		{"raw", []byte("w000123"), []byte("w0"), false},
-		{"empty", []byte{}, []byte{}, false},
+		{"record", key("movies", int64(0), "Sci-Fi", "Red Dust"), key("movies", int64(0), "Sci-Fi"), key("movies", int64(0), "Sci-Fi")},
+		{"its change", key("movies", int64(3), "Sci-Fi", "Red Dust", []byte{1}), key("movies", int64(0), "Sci-Fi"), nil},
+		{"index entry", key("movies", int64(1), "actor", int64(1), "Ava Stone", "Sci-Fi", "Red Dust"), key("movies", int64(1), "actor", int64(1), "Ava Stone"), key("movies", int64(1), "actor", int64(1), "Ava Stone")},
+		{"intra-partition entry", key("movies", int64(5), "year", int64(2), "Sci-Fi", int64(2019), "Sci-Fi", "Red Dust"), key("movies", int64(0), "Sci-Fi"), key("movies", int64(5), "year", int64(2), "Sci-Fi")},
+		{"intra-partition index", key("movies", int64(5), "year", int64(2)), key("movies", int64(5)), nil},
+		{"catalog", key("movies", int64(2), "actor"), key("movies", int64(2)), key("movies", int64(2))},
+		{"short record space", key("movies", int64(0)), key("movies", int64(0)), nil},
+		{"raw", []byte("w000123"), []byte("w0"), nil},
+		{"empty", []byte{}, []byte{}, nil},
 	} {
-		p, whole := partition(tc.key)
+		p, prefix := partition(tc.key)
 		assert.Equal(t, tc.want, p, tc.name)
-		assert.Equal(t, tc.whole, whole, tc.name)
-		if whole {
-			assert.True(t, bytes.HasPrefix(tc.key, p), "%s: a whole partition is a prefix of its keys", tc.name)
+		assert.Equal(t, tc.prefix, prefix, tc.name)
+		if prefix != nil {
+			assert.True(t, bytes.HasPrefix(tc.key, prefix), "%s: the prefix is the key's", tc.name)
 		}
 	}
 }

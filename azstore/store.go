@@ -301,7 +301,7 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 		var conds []string
 		// The keys that extend p as a tuple lie below p+0xFF: a byte 0xFF
 		// after a whole element only escapes a NUL inside a string.
-		if p, whole := partition(lo); whole && bytes.HasPrefix(lo, p) && hi != nil && bytes.Compare(hi, append(slices.Clip(p), 0xff)) <= 0 {
+		if p, prefix := partition(lo); prefix != nil && bytes.HasPrefix(lo, prefix) && hi != nil && bytes.Compare(hi, append(slices.Clip(prefix), 0xff)) <= 0 {
 			conds = append(conds, "PartitionKey eq '"+partitionKey(p)+"'")
 		}
 		if lo != nil {
