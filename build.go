@@ -23,6 +23,10 @@ type BuildOptions struct {
 	ChunkSize int
 	// Progress, when set, is called after each chunk.
 	Progress func(BuildProgress)
+	// Maintainer configures how Build applies the changes it queues on a
+	// store with partitioned atomicity (see Build); set its Partitions to
+	// the table's maintainers'. Partition is ignored: Build applies each.
+	Maintainer MaintainerOptions
 }
 
 // BuildProgress reports how far the build of one index is.
@@ -40,12 +44,25 @@ type BuildProgress struct {
 // a build that an earlier call (in any process) left unfinished. A unique
 // index whose records do not have unique keys stays write-only, and Build
 // returns an error wrapping ErrUniqueViolation that names two of them.
+//
+// On a store whose atomicity scope is a partition, a record's entries can
+// be written with it only when they lie in its partition (IntraPartition).
+// Build then writes them record by record, and queues the others: it
+// commits a change record with each record, and applies the queue as a
+// maintainer before the index becomes readable.
 func (t *Table[T]) Build(ctx context.Context, opts BuildOptions) error {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 256
 	}
+	if err := opts.Maintainer.defaults(); err != nil {
+		return err
+	}
 	for _, ix := range t.indexes.indexes {
-		if err := t.build(ctx, ix, &opts); err != nil {
+		build := t.build
+		if t.store.Atomicity().Partition != nil {
+			build = t.buildByRecord
+		}
+		if err := build(ctx, ix, &opts); err != nil {
 			return fmt.Errorf("table %q: build index %q: %w", t.name, ix.name, err)
 		}
 	}
@@ -111,7 +128,7 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 				chunk = max(n/2, 1)
 				continue
 			}
-			return fmt.Errorf("a chunk of records and their entries does not fit the store's atomicity scope: %w", err)
+			return t.buildByRecord(ctx, ix, o)
 		}
 		err = t.store.Apply(ctx, &b)
 		if errors.Is(err, ErrConflict) {
@@ -135,6 +152,121 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 		}
 		if n == 0 {
 			return nil
+		}
+	}
+}
+
+// buildByRecord builds ix where a record, its entries and the catalog do
+// not fit one batch. Each record's entries are put in a batch that expects
+// the record unchanged, or, when they lie outside its partition, a change
+// record is queued in its stead, which the maintainer applies from the
+// record as it then is. The cursor moves in a batch of its own after its
+// chunk: a crash in between writes the chunk again, which is harmless. The
+// index becomes readable once every change queued before is applied.
+func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOptions) error {
+	key := catalogKey(t.prefix, ix.name)
+	total := int64(-1)
+	for conflicts := 0; ; {
+		c, stored, err := t.readCatalog(ctx, ix)
+		if err != nil || c.state != IndexWriteOnly {
+			return err
+		}
+		if c.cursor == nil && c.done == 0 {
+			if total < 0 {
+				if total, err = countRange(ctx, t.store, t.factSpace); err != nil {
+					return err
+				}
+			}
+			c.total = total
+		}
+		var records []Entry
+		r := ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), After: c.cursor, Limit: o.ChunkSize}
+		for e, err := range t.store.Scan(ctx, r) {
+			if err != nil {
+				return err
+			}
+			records = append(records, Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+		}
+		for _, rec := range records {
+			if err := t.buildRecord(ctx, ix, rec.Key, rec.Value); err != nil {
+				return err
+			}
+		}
+		n := len(records)
+		if n > 0 {
+			c.cursor = records[n-1].Key
+		} else {
+			if err := t.applyQueued(ctx, &o.Maintainer); err != nil {
+				return err
+			}
+			c.state = IndexReadable
+		}
+		c.done += int64(n)
+		var b Batch
+		b.ExpectValue(key, stored)
+		b.Put(key, c.encode())
+		err = t.store.Apply(ctx, &b)
+		if errors.Is(err, ErrConflict) { // another Build moved on: go on from there
+			if conflicts++; conflicts == maxAttempts {
+				return fmt.Errorf("gave up after %d conflicts in a row: %w", conflicts, err)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		conflicts = 0
+		if n == 0 {
+			ix.state.Store(int32(IndexReadable))
+		}
+		if o.Progress != nil {
+			o.Progress(BuildProgress{Index: ix.name, Done: c.done, Total: c.total, Readable: n == 0})
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// buildRecord indexes one record in ix, stored under factKey as fact:
+// its entries in a batch with it, or a change record for the maintainer
+// when they do not fit one. A write that overtakes it makes it read the
+// record again.
+func (t *Table[T]) buildRecord(ctx context.Context, ix *indexTable, factKey, fact []byte) error {
+	pk := factKey[len(t.factSpace):]
+	for attempt := 1; ; attempt++ {
+		entries, err := t.factEntries(fact, pk, func(x *indexTable) bool { return x == ix })
+		if err != nil || len(entries) == 0 {
+			return err
+		}
+		var b Batch
+		b.ExpectValue(factKey, fact)
+		for _, en := range entries {
+			if ix.unique {
+				if err := guardUnique(ctx, t.store, &b, en); err != nil {
+					return err
+				}
+			}
+			b.Put(en.key, en.value)
+		}
+		if err := t.store.Atomicity().Allows(&b); err != nil {
+			if ix.unique {
+				return fmt.Errorf("record %v: its unique entries cannot be checked outside its batch: %w", decodeForError(pk), err)
+			}
+			b.Reset()
+			b.ExpectValue(factKey, fact)
+			t.enqueue(&b, pk, nil, false, scopeAll)
+		}
+		err = t.store.Apply(ctx, &b)
+		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
+			return err
+		}
+		fact, err = t.store.Get(ctx, factKey)
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted: nothing to index
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

@@ -79,6 +79,10 @@ const (
 	scopeEventual = 1 // the Eventual indexes
 	scopeAll      = 2 // every non-unique index: a write that fell back
 	scopeInter    = 4 // the InterPartition ones: a write that kept the rest
+	// scopeForget marks a change whose before is not a fact value but an
+	// index entry key, which Repair found stray: the maintainer deletes it
+	// unless the record has it. Always with scopeAll.
+	scopeForget = 8
 )
 
 // change is a decoded change record.
@@ -583,7 +587,7 @@ func (t *Table[T]) planGroup(g *changeGroup, factKey, fact []byte, atom Atomicit
 		}
 		scope := byte(0)
 		for _, c := range g.changes {
-			scope |= c.scope
+			scope |= c.scope &^ scopeForget // the marker holds the record
 		}
 		key, value := t.changeRecord(g.pk, fact, fact != nil, scope)
 		g.marker = Op{Kind: OpPut, Key: key, Value: value}
@@ -633,7 +637,16 @@ func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 	// lacks; put the current entries, except those that every earlier
 	// version had as they are (the index holds them already).
 	var before [][]entry
+	var deleted [][]byte
 	for _, c := range g.changes {
+		if c.scope&scopeForget != 0 {
+			if t.indexes.holds(c.before) && findEntry(current, c.before) < 0 && !containsKey(deleted, c.before) {
+				deleted = append(deleted, c.before)
+				ops = append(ops, Op{Kind: OpDelete, Key: c.before})
+			}
+			before = append(before, nil)
+			continue
+		}
 		if c.before == nil {
 			before = append(before, nil)
 			continue
@@ -644,7 +657,6 @@ func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 		}
 		before = append(before, es)
 	}
-	var deleted [][]byte
 	for _, es := range before {
 		for _, e := range es {
 			if findEntry(current, e.key) < 0 && !containsKey(deleted, e.key) {
@@ -756,6 +768,28 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 // done. A change the maintainers cannot apply (they log it) keeps it
 // waiting until then.
 func (t *Table[T]) WaitIndexed(ctx context.Context) error {
+	return t.waitApplied(ctx, nil)
+}
+
+// applyQueued applies, as a maintainer with options o, every partition of
+// the queue in turn, until every change committed before it was called is
+// applied (by it, or by maintainers running elsewhere).
+func (t *Table[T]) applyQueued(ctx context.Context, o *MaintainerOptions) error {
+	return t.waitApplied(ctx, func() error {
+		for p := range o.Partitions {
+			po := *o
+			po.Partition = p
+			if _, err := t.applyPending(ctx, &po); err != nil && !errors.Is(err, errLeaseHeld) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// waitApplied waits until every change committed before it was called is
+// applied, calling step, when set, before each look.
+func (t *Table[T]) waitApplied(ctx context.Context, step func() error) error {
 	var keys [][]byte
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
@@ -766,6 +800,11 @@ func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 	wait := 200 * time.Microsecond
 	var values [][]byte
 	for len(keys) > 0 {
+		if step != nil {
+			if err := step(); err != nil {
+				return err
+			}
+		}
 		var err error
 		if values, err = t.store.GetMany(ctx, keys, values[:0]); err != nil {
 			return err

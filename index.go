@@ -299,6 +299,16 @@ type indexManager struct {
 	indexes []*indexTable
 }
 
+// holds reports whether key is an entry key of a non-unique index of m.
+func (m *indexManager) holds(key []byte) bool {
+	for _, ix := range m.indexes {
+		if !ix.unique && bytes.HasPrefix(key, ix.prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *indexManager) lookup(name string) *indexTable {
 	for _, ix := range m.indexes {
 		if ix.name == name {

@@ -76,6 +76,9 @@ type VerifyOptions struct {
 	// MaxSamples caps the drifts the report lists; 0 means 100. Counts are
 	// always complete.
 	MaxSamples int
+	// Maintainer configures how Repair applies the fixes it queues on a
+	// store with partitioned atomicity (see Repair), as for Build.
+	Maintainer MaintainerOptions
 }
 
 // VerifyProgress reports how far a Verify is: Phase is "records" while it
@@ -118,7 +121,10 @@ func (t *Table[T]) Verify(ctx context.Context, opts VerifyOptions) (*VerifyRepor
 
 // Repair is Verify that also fixes each finding it can: it puts missing and
 // stale entries, and deletes dangling entries and entries whose record lost
-// their key. Unique violations are reported and left.
+// their key. Unique violations are reported and left. On a store whose
+// atomicity scope is a partition, a fix that spans partitions is queued in
+// the record's partition, and Repair applies the queue as a maintainer
+// before it returns.
 func (t *Table[T]) Repair(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	return t.verify(ctx, opts, true)
 }
@@ -129,6 +135,7 @@ type verifier[T any] struct {
 	repair  bool
 	report  *VerifyReport
 	pending map[string]bool // primary keys with queued changes
+	queued  bool            // Repair queued fixes
 	indexes []*indexTable
 	// claims holds the unique keys found missing in this pass, and the
 	// records that should hold them.
@@ -141,6 +148,9 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 100
+	}
+	if err := opts.Maintainer.defaults(); err != nil {
+		return nil, err
 	}
 	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
 		pending: map[string]bool{}, claims: map[string][]byte{}}
@@ -167,6 +177,11 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 	for _, ix := range v.indexes {
 		if err := v.entries(ctx, ix); err != nil {
 			return v.report, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
+		}
+	}
+	if v.queued {
+		if err := t.applyQueued(ctx, &v.opts.Maintainer); err != nil {
+			return v.report, fmt.Errorf("table %q: apply the queued repairs: %w", t.name, err)
 		}
 	}
 	return v.report, nil
@@ -262,7 +277,7 @@ func (v *verifier[T]) records(ctx context.Context) error {
 				fix.ExpectValue(e.key, held[i])
 			}
 			fix.Put(e.key, e.value)
-			if err := v.found(ctx, kind, e.ix, e.key, pk, factKey, fact, &fix); err != nil {
+			if err := v.found(ctx, kind, e.ix, e.key, pk, factKey, fact, &fix, false); err != nil {
 				return err
 			}
 		}
@@ -351,7 +366,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 			} else {
 				fix.ExpectAbsent(factKey)
 			}
-			if err := v.found(ctx, kind, ix, key, pk, factKey, fact, &fix); err != nil {
+			if err := v.found(ctx, kind, ix, key, pk, factKey, fact, &fix, true); err != nil {
 				return err
 			}
 		}
@@ -363,8 +378,11 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 
 // found confirms a finding (the record is still as read, and no change to
 // it was queued since the pass began), counts it and, when repairing,
-// applies fix.
-func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, pk, factKey, fact []byte, fix *Batch) error {
+// applies fix. When fix spans partitions, it queues a change for the
+// maintainer instead, in the record's partition and conditional on it:
+// one that puts the record's entries, or, for a stray entry key, one that
+// deletes it unless the record has it.
+func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, pk, factKey, fact []byte, fix *Batch, stray bool) error {
 	t := v.t
 	now, err := t.store.Get(ctx, factKey)
 	switch {
@@ -389,9 +407,22 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 		d.Key = d.Key[:len(d.Key)-len(d.PrimaryKey)]
 	}
 	if v.repair && kind != DriftUniqueViolation {
-		err := t.store.Atomicity().Allows(fix)
-		if err != nil {
-			return fmt.Errorf("repair needs a batch that holds a record and its entry: %w", err)
+		if err := t.store.Atomicity().Allows(fix); err != nil {
+			if ix.unique {
+				return fmt.Errorf("repair of unique index %q needs a batch that holds a record and its entry: %w", ix.name, err)
+			}
+			fix = &Batch{}
+			if fact != nil {
+				fix.ExpectValue(factKey, fact)
+			} else {
+				fix.ExpectAbsent(factKey)
+			}
+			if stray {
+				t.enqueue(fix, pk, key, true, scopeAll|scopeForget)
+			} else {
+				t.enqueue(fix, pk, nil, false, scopeAll)
+			}
+			v.queued = true
 		}
 		err = t.store.Apply(ctx, fix)
 		switch {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,33 +154,82 @@ func TestVerifyFindsTwoRecordsMissingOneUniqueKey(t *testing.T) {
 	require.Equal(t, map[it.DriftKind]int{it.DriftUniqueViolation: 1}, rep.Drift)
 }
 
-// TestBuildAndRepairNeedRecordSizedBatches: on a store whose batches stay
-// within one partition, Build and Repair stop with ErrInvalidBatch and
-// write nothing.
-func TestBuildAndRepairNeedRecordSizedBatches(t *testing.T) {
+// TestBuildOnAPartitionedStore: where a record, its entries and the
+// catalog never share a batch, Build writes intra-partition entries with
+// their records and queues the others, and the indexes end readable and
+// exact. A unique index outside the records' partitions cannot be built.
+func TestBuildOnAPartitionedStore(t *testing.T) {
 	ctx := context.Background()
-	mem := it.NewMemoryStore()
-	s := partitionedStore(mem)
-	_, err := openWith(t, s).Insert(ctx, person{ID: 1, Town: "R"})
+	s := partitionedStore(it.NewMemoryStore())
+	r := rand.New(rand.NewPCG(7, 8))
+	want := map[int]person{}
+	for i := range 40 {
+		p := randomPerson(r, i, names)
+		p.Email = fmt.Sprintf("p%d@example.com", i)
+		_, err := openWith(t, s).Insert(ctx, p)
+		require.NoError(t, err)
+		want[i] = p
+	}
+	indexes := append([]it.Index[person]{indexByName("town"), indexByName("tags")}, intraIndexes...)
+	tbl := openWith(t, s, indexes...)
+	var progress []it.BuildProgress
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{ChunkSize: 7, Progress: func(p it.BuildProgress) { progress = append(progress, p) }}))
+	for _, st := range statusOf(t, tbl) {
+		require.Equal(t, it.IndexReadable, st.State, st.Name)
+	}
+	require.Len(t, progress, 4*(40/7+2), "six full chunks, a partial one and the flip, for each index")
+	lag, err := tbl.Lag(ctx)
 	require.NoError(t, err)
-	tbl := openWith(t, s, indexByName("town"))
-	before := storeDump(t, mem)
-	require.ErrorIs(t, tbl.Build(ctx, it.BuildOptions{}), it.ErrInvalidBatch)
-	require.Equal(t, before, storeDump(t, mem))
-	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["town"].State)
+	require.Zero(t, lag.Pending, "Build applied what it queued")
+	rep := requireNoDrift(t, tbl)
+	wantEntries := 0
+	for _, p := range want {
+		for _, ix := range indexes {
+			wantEntries += len(modelKeys(ix.Name, p))
+		}
+	}
+	require.EqualValues(t, wantEntries, rep.Entries)
+	for _, ix := range indexes {
+		checkIndex(t, tbl, want, ix.Name, nil)
+	}
 
-	// Repair of a readable index: a dangling entry's fix would span two
-	// partitions.
-	s = partitionedStore(it.NewMemoryStore())
-	tbl = openWith(t, s, indexByName("town"))
-	_, err = tbl.Insert(ctx, person{ID: 1, Town: "R"})
-	require.NoError(t, err)
+	tbl = openWith(t, s, append(indexes, indexByName("email"))...)
+	err = tbl.Build(ctx, it.BuildOptions{})
+	require.ErrorIs(t, err, it.ErrInvalidBatch)
+	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["email"].State)
+}
+
+// TestRepairOnAPartitionedStore: fixes that span partitions are queued in
+// the records' partitions, and applied before Repair returns.
+func TestRepairOnAPartitionedStore(t *testing.T) {
+	ctx := context.Background()
+	s := partitionedStore(it.NewMemoryStore())
+	tbl := openWith(t, s, indexByName("town"), intraIndexes[0])
+	for i, town := range []string{"R", "S", "T"} {
+		_, err := tbl.Insert(ctx, person{ID: i + 1, Town: town, Score: 10 * i})
+		require.NoError(t, err)
+	}
 	catchUp(t, tbl)
 	var b it.Batch
-	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 9), nil)
+	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 9), nil) // dangling
 	require.NoError(t, s.Apply(ctx, &b))
-	before = storeDump(t, s)
-	_, err = tbl.Repair(ctx, it.VerifyOptions{})
-	require.ErrorIs(t, err, it.ErrInvalidBatch)
-	require.Equal(t, before, storeDump(t, s))
+	b.Reset()
+	b.Put(mustKey(t, "people", 1, "town", 1, "Z", 1), nil) // its record is in R
+	require.NoError(t, s.Apply(ctx, &b))
+	b.Reset()
+	b.Delete(mustKey(t, "people", 1, "town", 1, "S", 2)) // missing
+	require.NoError(t, s.Apply(ctx, &b))
+	b.Reset()
+	b.Delete(mustKey(t, "people", 5, "id_score", 1, 3, 20, 3)) // missing, in record 3's partition
+	require.NoError(t, s.Apply(ctx, &b))
+
+	rep, err := tbl.Repair(ctx, it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Equal(t, map[it.DriftKind]int{it.DriftMissing: 2, it.DriftDangling: 1, it.DriftStale: 1}, rep.Drift)
+	require.Equal(t, 4, rep.Repaired)
+	lag, err := tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Zero(t, lag.Pending)
+	rep = requireNoDrift(t, tbl)
+	require.EqualValues(t, 6, rep.Entries)
 }
