@@ -126,3 +126,60 @@ func TestTableOnAzure(t *testing.T) {
 	assert.Zero(t, rep.Total(), "%+v", rep)
 	assert.EqualValues(t, len(model), rep.Records)
 }
+
+// TestBuildOnAzure adds an intra-partition and an inter-partition index to
+// a table that holds movies, and builds them: the first with each record's
+// transaction, the second through the queue, which Build applies. Then
+// Repair puts back an entry of each that went missing.
+func TestBuildOnAzure(t *testing.T) {
+	ctx := context.Background()
+	s := openFresh(t, azurite(t))
+	schema := indextable.Schema[movie]{Name: "movies", PrimaryKey: []string{"Genre", "Title"}}
+	plain, err := indextable.Open(ctx, s, schema)
+	require.NoError(t, err)
+	var movies []movie
+	for i := range 30 {
+		m := movie{Genre: []string{"Action", "Comedy", "Sci-Fi"}[i%3], Title: fmt.Sprintf("T%02d", i), Year: 2000 + i%4, Actors: []string{"Ava", "Ben"}[:1+i%2]}
+		_, err := plain.Insert(ctx, m)
+		require.NoError(t, err)
+		movies = append(movies, m)
+	}
+	schema.Indexes = []indextable.Index[movie]{
+		{Name: "genre_year", Fields: []string{"Genre", "Year"}},
+		{Name: "actor", Fields: []string{"Actors"}, MultiValued: true},
+	}
+	tbl, err := indextable.Open(ctx, s, schema)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Build(ctx, indextable.BuildOptions{ChunkSize: 8}))
+	count := func(index string, eq ...any) int {
+		n, err := tbl.Count(ctx, indextable.Query{Index: index, Eq: eq})
+		require.NoError(t, err)
+		return n
+	}
+	assert.Equal(t, 30, count("actor", "Ava"))
+	assert.Equal(t, 15, count("actor", "Ben"))
+	assert.Equal(t, 3, count("genre_year", "Sci-Fi", 2001), "T05, T17, T29")
+	rep, err := tbl.Verify(ctx, indextable.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, rep.Total(), "%+v", rep)
+	assert.EqualValues(t, 30+45, rep.Entries)
+
+	// Delete an entry of each index behind the table's back.
+	for _, index := range []indextable.Tuple{{"movies", int64(5), "genre_year", int64(1)}, {"movies", int64(1), "actor", int64(1)}} {
+		prefix, err := indextable.EncodeTuple(index...)
+		require.NoError(t, err)
+		for e, err := range s.Scan(ctx, indextable.ScanRange{Start: prefix, End: append(prefix, 0xff), Limit: 1}) {
+			require.NoError(t, err)
+			var b indextable.Batch
+			b.Delete(e.Key)
+			require.NoError(t, s.Apply(ctx, &b))
+			break
+		}
+	}
+	rep, err = tbl.Repair(ctx, indextable.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[indextable.DriftKind]int{indextable.DriftMissing: 2}, rep.Drift)
+	rep, err = tbl.Verify(ctx, indextable.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, rep.Total(), "%+v", rep)
+}
