@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Online backfill: an index added to a table that holds records starts
@@ -187,10 +188,8 @@ func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOp
 			}
 			records = append(records, Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
 		}
-		for _, rec := range records {
-			if err := t.buildRecord(ctx, ix, rec.Key, rec.Value); err != nil {
-				return err
-			}
+		if err := t.buildRecords(ctx, ix, records); err != nil {
+			return err
 		}
 		n := len(records)
 		if n > 0 {
@@ -228,36 +227,94 @@ func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOp
 	}
 }
 
-// buildRecord indexes one record in ix, stored under factKey as fact:
-// its entries in a batch with it, or a change record for the maintainer
-// when they do not fit one. A write that overtakes it makes it read the
-// record again.
-func (t *Table[T]) buildRecord(ctx context.Context, ix *indexTable, factKey, fact []byte) error {
+// recordBatch returns the batch that indexes one record in ix, stored
+// under factKey as fact: its entries with the expectation that it is
+// unchanged, or, when they do not fit one batch with it, a change record
+// for the maintainer in their stead. It is empty when the record has no
+// entries.
+func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fact []byte) (*Batch, error) {
 	pk := factKey[len(t.factSpace):]
-	for attempt := 1; ; attempt++ {
-		entries, err := t.factEntries(fact, pk, func(x *indexTable) bool { return x == ix })
-		if err != nil || len(entries) == 0 {
+	entries, err := t.factEntries(fact, pk, func(x *indexTable) bool { return x == ix })
+	if err != nil || len(entries) == 0 {
+		return &Batch{}, err
+	}
+	b := &Batch{}
+	b.ExpectValue(factKey, fact)
+	for _, en := range entries {
+		if ix.unique {
+			if err := guardUnique(ctx, t.store, b, en); err != nil {
+				return nil, err
+			}
+		}
+		b.Put(en.key, en.value)
+	}
+	if err := t.store.Atomicity().Allows(b); err != nil {
+		if ix.unique {
+			return nil, fmt.Errorf("record %v: its unique entries cannot be checked outside its batch: %w", decodeForError(pk), err)
+		}
+		b.Reset()
+		b.ExpectValue(factKey, fact)
+		t.enqueue(b, pk, nil, false, scopeAll)
+	}
+	return b, nil
+}
+
+// buildRecords indexes records in ix, the batches of consecutive records
+// joined while the store allows (records of one partition, on a store
+// like Azure's), except in a unique index, where two records of one batch
+// could claim one key unseen. A batch that a write overtakes is applied
+// again record by record, each read anew.
+func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []Entry) error {
+	var group Batch
+	var members []Entry
+	flush := func() error {
+		err := t.store.Apply(ctx, &group)
+		if errors.Is(err, ErrConflict) {
+			err = nil
+			for _, rec := range members {
+				if err = t.buildRecord(ctx, ix, rec.Key, rec.Value); err != nil {
+					break
+				}
+			}
+		}
+		group.Reset()
+		members = members[:0]
+		return err
+	}
+	for _, rec := range records {
+		b, err := t.recordBatch(ctx, ix, rec.Key, rec.Value)
+		if err != nil {
 			return err
 		}
-		var b Batch
-		b.ExpectValue(factKey, fact)
-		for _, en := range entries {
-			if ix.unique {
-				if err := guardUnique(ctx, t.store, &b, en); err != nil {
+		if b.Len() == 0 {
+			continue
+		}
+		if group.Len() > 0 {
+			joined := Batch{ops: append(slices.Clip(group.ops), b.ops...)}
+			if ix.unique || t.store.Atomicity().Allows(&joined) != nil {
+				if err := flush(); err != nil {
 					return err
 				}
 			}
-			b.Put(en.key, en.value)
 		}
-		if err := t.store.Atomicity().Allows(&b); err != nil {
-			if ix.unique {
-				return fmt.Errorf("record %v: its unique entries cannot be checked outside its batch: %w", decodeForError(pk), err)
-			}
-			b.Reset()
-			b.ExpectValue(factKey, fact)
-			t.enqueue(&b, pk, nil, false, scopeAll)
+		group.ops = append(group.ops, b.ops...)
+		members = append(members, rec)
+	}
+	if group.Len() == 0 {
+		return nil
+	}
+	return flush()
+}
+
+// buildRecord indexes one record in ix, reading it again when a write
+// overtakes it.
+func (t *Table[T]) buildRecord(ctx context.Context, ix *indexTable, factKey, fact []byte) error {
+	for attempt := 1; ; attempt++ {
+		b, err := t.recordBatch(ctx, ix, factKey, fact)
+		if err != nil || b.Len() == 0 {
+			return err
 		}
-		err = t.store.Apply(ctx, &b)
+		err = t.store.Apply(ctx, b)
 		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return err
 		}

@@ -2,12 +2,14 @@ package indextable_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/countingstore"
 )
 
 // film is partitioned by genre, as the movies of the pattern's figures.
@@ -183,4 +185,26 @@ func TestPlacementChangeRebuilds(t *testing.T) {
 		assert.Equal(t, 3, inter, "%v: entries where it puts them", p)
 		assert.Zero(t, intra, "%v: none left where the other placement put them", p)
 	}
+}
+
+// TestBuildJoinsTheRecordsOfAPartition: on a partitioned store, Build
+// indexes the records of one partition in one batch.
+func TestBuildJoinsTheRecordsOfAPartition(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(partitionedStore(it.NewMemoryStore()))
+	plain, err := openFilms(t, s)
+	require.NoError(t, err)
+	for i := range 30 {
+		_, err := plain.Insert(ctx, film{Genre: []string{"Drama", "Comedy", "Sci-Fi"}[i/10], Title: fmt.Sprint(i), Year: 2000 + i%3})
+		require.NoError(t, err)
+	}
+	tbl, err := openFilms(t, s, it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}})
+	require.NoError(t, err)
+	before := s.Counts()
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{ChunkSize: 100}))
+	assert.EqualValues(t, 3+2, s.Counts().Sub(before).Applies, "a batch a genre, then the cursor and the flip")
+	n, err := tbl.Count(ctx, it.Query{Index: "year", Eq: it.Tuple{"Comedy", 2001}})
+	require.NoError(t, err)
+	assert.Equal(t, 4, n, "10, 13, 16 and 19")
+	requireNoDrift(t, tbl)
 }
