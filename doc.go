@@ -23,7 +23,10 @@
 // that guard against concurrent writers. For an Eventual index (and for
 // any write too big for the store's atomicity scope) the write commits the
 // record with a change record in a durable queue, and a maintainer
-// (Table.RunMaintainer) applies it; Table.WaitIndexed waits for it. Any
+// (Table.RunMaintainer) applies it; Table.WaitIndexed waits for it. On a
+// store whose transactions stay within a partition, an index placed
+// IntraPartition (its first field the record's partition) keeps its entries
+// with their record and stays in the write's transaction. Any
 // ordered key/value store can sit underneath by implementing Store;
 // MemoryStore, an in-memory B-tree, is the default, and package storetest
 // checks a Store implementation.
