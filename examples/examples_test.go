@@ -1,12 +1,16 @@
 package examples_test
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/indextable/indextable/pebblestore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,13 +40,8 @@ func TestPebbleRestart(t *testing.T) {
 		},
 	}, {
 		example: "movies",
-		first:   []string{"  Sci-Fi  Red Dust       2023  Ben Cole  | Miners on Mars find water."},
-		second: []string{
-			"Found 7 movies from an earlier run, and their actor index table.",
-			// The first run recast Red Dust with Ava Stone and Eve Fox.
-			"  Sci-Fi  Red Dust       2023  Ava Stone, Eve Fox  | Miners on Mars find water.",
-			"  Sci-Fi  Red Dust       2023  Ava Stone, Eve Fox",
-		},
+		first:   moviesFirst,
+		second:  moviesSecond,
 	}, {
 		example: "lifecycle",
 		first:   []string{"index town_lastname readable   generation 1", "Verify: 20000 records and 40000 index entries read, 0 findings"},
@@ -54,31 +53,138 @@ func TestPebbleRestart(t *testing.T) {
 	}} {
 		t.Run(tc.example, func(t *testing.T) {
 			t.Parallel()
-			bin := filepath.Join(t.TempDir(), tc.example)
-			out, err := exec.Command("go", "build", "-o", bin, "./"+tc.example).CombinedOutput()
-			require.NoError(t, err, "%s", out)
+			bin := build(t, tc.example)
 			dir := t.TempDir()
-			run := func(args ...string) string {
-				cmd := exec.Command(bin, args...)
-				cmd.Env = append(os.Environ(), "INDEXTABLE_PEBBLE_DIR=") // the developer's own, if set, is not for tests
-				out, err := cmd.CombinedOutput()
-				require.NoError(t, err, "%s", out)
-				return string(out)
-			}
-			first := run("-pebble", dir)
+			first := run(t, bin, nil, "-pebble", dir)
 			assert.Contains(t, first, "Store: Pebble in "+dir)
 			containsLines(t, first, tc.first)
 
-			cmd := exec.Command(bin)
-			cmd.Env = append(os.Environ(), "INDEXTABLE_PEBBLE_DIR="+dir)
-			second, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", second)
-			containsLines(t, string(second), tc.second)
+			second := run(t, bin, []string{"INDEXTABLE_PEBBLE_DIR=" + dir})
+			containsLines(t, second, tc.second)
 
 			// In memory, every run starts afresh.
-			containsLines(t, run(), tc.first)
+			containsLines(t, run(t, bin, nil), tc.first)
 		})
 	}
+}
+
+// Lines of the movies example's first run on a store, and of its second.
+var (
+	moviesFirst = []string{
+		"  Sci-Fi  Red Dust       2023  Ben Cole  | Miners on Mars find water.",
+		"Sci-Fi movies of the 2020s, through the genre_year index:",
+	}
+	moviesSecond = []string{
+		"Found 7 movies from an earlier run, and their actor index table.",
+		// The first run recast Red Dust with Ava Stone and Eve Fox.
+		"  Sci-Fi  Red Dust       2023  Ava Stone, Eve Fox  | Miners on Mars find water.",
+		"  Sci-Fi  Red Dust       2023  Ava Stone, Eve Fox",
+	}
+)
+
+// TestMoviesOnAzurite runs the movies example twice on one new table in
+// Azurite, and twice on one Pebble directory: each run on Azure prints
+// what the same run on Pebble prints, but for the store, the placement of
+// the index tables and what reads and writes cost, and the second finds
+// the first run's movies.
+func TestMoviesOnAzurite(t *testing.T) {
+	conn := os.Getenv("INDEXTABLE_AZURITE")
+	if conn == "" {
+		if os.Getenv("INDEXTABLE_REQUIRE_AZURITE") != "" {
+			t.Fatal("INDEXTABLE_AZURITE is not set, and INDEXTABLE_REQUIRE_AZURITE is")
+		}
+		t.Skip("no Azurite: run `scripts/azurite go test ./examples/...`")
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the movies example")
+	}
+	bin := build(t, "movies")
+	table := freshTable(t, conn)
+	dir := t.TempDir()
+	for i, want := range [][]string{moviesFirst, moviesSecond} {
+		azure := run(t, bin, []string{"INDEXTABLE_AZURE_CONNECTION=" + conn, "INDEXTABLE_AZURE_TABLE=" + table})
+		containsLines(t, azure, append([]string{
+			"Store: Azure Table storage, table " + table,
+			"  actor: inter-partition (eventual, through the queue)",
+			"  genre_year: intra-partition (strongly consistent, in its movie's transaction)",
+		}, want...))
+		pebble := run(t, bin, nil, "-pebble", dir)
+		assert.Equal(t, storeNeutral(pebble), storeNeutral(azure), "run %d", i+1)
+	}
+}
+
+// TestPebbleAndAzure: an example refuses to run on both stores.
+func TestPebbleAndAzure(t *testing.T) {
+	cmd := exec.Command("go", "run", "./movies", "-pebble", t.TempDir())
+	cmd.Env = env("INDEXTABLE_AZURE_CONNECTION=UseDevelopmentStorage=true")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "-pebble and -azure exclude each other")
+}
+
+// freshTable names a new Azure table, which the test deletes at the end.
+func freshTable(t *testing.T, conn string) string {
+	name := fmt.Sprintf("movies%016x", rand.Uint64())
+	t.Cleanup(func() {
+		svc, err := aztables.NewServiceClientFromConnectionString(conn, nil)
+		if err == nil {
+			_, err = svc.DeleteTable(context.Background(), name, nil)
+		}
+		if err != nil && !strings.Contains(err.Error(), "TableNotFound") {
+			t.Errorf("deleting table %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// storeNeutral returns the lines of an example's output that do not
+// depend on the store: it leaves out the store and the placement of the
+// index tables (each a block that ends with an empty line), and keeps of
+// a line that says what an operation cost the part before the figures.
+func storeNeutral(out string) []string {
+	var lines []string
+	block := false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case block:
+			block = l != ""
+		case strings.HasPrefix(l, "Store: "), strings.HasPrefix(l, "Index placement"):
+			block = true
+		case strings.Contains(l, "store lookups: "), strings.Contains(l, ": one batch of "):
+			l, _, _ = strings.Cut(l, ": ")
+			fallthrough
+		default:
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// build builds an example and returns the path of its program.
+func build(t *testing.T, example string) string {
+	bin := filepath.Join(t.TempDir(), example)
+	out, err := exec.Command("go", "build", "-o", bin, "./"+example).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// run runs the program bin with args, in the environment env() makes of
+// vars, and returns its output.
+func run(t *testing.T, bin string, vars []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env(vars...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return string(out)
+}
+
+// env returns the test's environment without the developer's choice of a
+// store for the examples, and with vars.
+func env(vars ...string) []string {
+	return append(os.Environ(), append([]string{
+		"INDEXTABLE_PEBBLE_DIR=", "INDEXTABLE_AZURE_CONNECTION=", "INDEXTABLE_AZURE_TABLE=",
+	}, vars...)...)
 }
 
 // TestPebbleLocked: an example refuses a directory that a store holds.
@@ -88,7 +194,7 @@ func TestPebbleLocked(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	cmd := exec.Command("go", "run", "./movies", "-pebble", dir)
-	cmd.Env = append(os.Environ(), "INDEXTABLE_PEBBLE_DIR=")
+	cmd.Env = env()
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "pebblestore: directory in use: "+dir)
