@@ -254,7 +254,7 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 		}
 		b.Reset()
 		b.ExpectValue(factKey, fact)
-		t.enqueue(b, pk, nil, false, scopeAll)
+		t.enqueue(b, pk, ix.prefix, true, scopeIndex)
 	}
 	return b, nil
 }

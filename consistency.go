@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -71,18 +72,23 @@ func (c Consistency) String() string {
 // changes of one record sort together and never collide). Its value:
 // format byte, enqueue time (uvarint Unix nanoseconds), scope byte, and the
 // fact record's value before the write, after a byte that says whether there
-// was one.
-const changeFormat = 1
+// was one. Format 2 is a change whose scope has bits that format 1 lacks,
+// so that a maintainer that knows only format 1 leaves it alone.
+const (
+	changeFormat       = 1
+	changeFormatScopes = 2
+)
 
 // The scope of a change: which indexes it leaves to the maintainer.
 const (
 	scopeEventual = 1 // the Eventual indexes
 	scopeAll      = 2 // every non-unique index: a write that fell back
 	scopeInter    = 4 // the InterPartition ones: a write that kept the rest
-	// scopeForget marks a change whose before is not a fact value but an
-	// index entry key, which Repair found stray: the maintainer deletes it
-	// unless the record has it. Always with scopeAll.
-	scopeForget = 8
+	// scopeIndex marks a change of Build or Repair, whose before is not a
+	// fact value but a key in one non-unique index: its prefix, to put the
+	// record's entries there, or an entry key found stray, to delete unless
+	// the record has it.
+	scopeIndex = 8
 )
 
 // change is a decoded change record.
@@ -95,7 +101,11 @@ type change struct {
 }
 
 func encodeChange(dst []byte, now time.Time, scope byte, before []byte, existed bool) []byte {
-	dst = append(dst, changeFormat)
+	format := byte(changeFormat)
+	if scope&^(scopeEventual|scopeAll) != 0 {
+		format = changeFormatScopes
+	}
+	dst = append(dst, format)
 	dst = binary.AppendUvarint(dst, uint64(now.UnixNano()))
 	dst = append(dst, scope, boolByte(existed))
 	return append(dst, before...)
@@ -103,7 +113,7 @@ func encodeChange(dst []byte, now time.Time, scope byte, before []byte, existed 
 
 func decodeChange(key, value []byte) (change, error) {
 	c := change{key: key, value: value}
-	if len(value) < 1 || value[0] != changeFormat {
+	if len(value) < 1 || value[0] != changeFormat && value[0] != changeFormatScopes {
 		return c, fmt.Errorf("%w: change record %q: unknown format", ErrCodec, key)
 	}
 	ns, n := binary.Uvarint(value[1:])
@@ -397,20 +407,38 @@ type lease struct {
 	expires    time.Time // by this process's clock
 }
 
+// acquireLease takes this maintainer's lease, unless another maintainer
+// holds it, or holds a lease of another split of the queue (another
+// Partitions): the two would apply the same records' changes at once.
 func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lease, error) {
-	key := appendInt(appendInt(appendInt(bytes.Clone(t.prefix), spaceLease), int64(o.Partitions)), int64(o.Partition))
-	held, err := t.store.Get(ctx, key)
+	space := appendInt(bytes.Clone(t.prefix), spaceLease)
+	key := appendInt(appendInt(bytes.Clone(space), int64(o.Partitions)), int64(o.Partition))
 	var b Batch
-	switch {
-	case errors.Is(err, ErrNotFound):
+	found := false
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
+		if err != nil {
+			return nil, err
+		}
+		var partitions, partition int64
+		if k, err := DecodeTuple(e.Key[len(space):]); err == nil && len(k) == 2 {
+			partitions, _ = k[0].(int64)
+			partition, _ = k[1].(int64)
+		}
+		mine := bytes.Equal(e.Key, key)
+		if !mine && partitions == int64(o.Partitions) {
+			continue // another partition of this split: no concern of ours
+		}
+		held := e.Value
+		if len(held) == 16 && binary.BigEndian.Uint64(held) != o.owner && time.Now().UnixNano() < int64(binary.BigEndian.Uint64(held[8:])) {
+			until := time.Unix(0, int64(binary.BigEndian.Uint64(held[8:])))
+			return nil, fmt.Errorf("%w: %w: table %q, partition %d of %d, until %v (this maintainer wants partition %d of %d)",
+				ErrConflict, errLeaseHeld, t.name, partition, partitions, until, o.Partition, o.Partitions)
+		}
+		found = found || mine
+		b.ExpectValue(bytes.Clone(e.Key), bytes.Clone(held))
+	}
+	if !found {
 		b.ExpectAbsent(key)
-	case err != nil:
-		return nil, err
-	case len(held) == 16 && binary.BigEndian.Uint64(held) != o.owner && time.Now().UnixNano() < int64(binary.BigEndian.Uint64(held[8:])):
-		until := time.Unix(0, int64(binary.BigEndian.Uint64(held[8:])))
-		return nil, fmt.Errorf("%w: %w: table %q, partition %d of %d, until %v", ErrConflict, errLeaseHeld, t.name, o.Partition, o.Partitions, until)
-	default:
-		b.ExpectValue(key, held)
 	}
 	l := &lease{key: key}
 	l.value, l.expires = o.leaseValue()
@@ -585,9 +613,14 @@ func (t *Table[T]) planGroup(g *changeGroup, factKey, fact []byte, atom Atomicit
 		if !g.split {
 			return nil
 		}
+		// The marker holds the record as read: it must clean up after
+		// every index the group's changes touch.
 		scope := byte(0)
 		for _, c := range g.changes {
-			scope |= c.scope &^ scopeForget // the marker holds the record
+			scope |= c.scope
+		}
+		if scope&scopeIndex != 0 {
+			scope = scope&^scopeIndex | scopeAll
 		}
 		key, value := t.changeRecord(g.pk, fact, fact != nil, scope)
 		g.marker = Op{Kind: OpPut, Key: key, Value: value}
@@ -610,11 +643,18 @@ func splitGuard(g *changeGroup) []Op {
 
 func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 	scope := byte(0)
+	var named []*indexTable // by changes of Build and Repair
 	for _, c := range g.changes {
 		scope |= c.scope
+		if c.scope&scopeIndex != 0 {
+			if ix := t.indexes.owner(c.before); ix != nil {
+				named = append(named, ix)
+			}
+		}
 	}
 	want := func(ix *indexTable) bool {
-		return ix.maintained() && !ix.unique && (ix.eventual || scope&scopeAll != 0 || scope&scopeInter != 0 && !ix.intra)
+		return ix.maintained() && !ix.unique &&
+			(ix.eventual || scope&scopeAll != 0 || scope&scopeInter != 0 && !ix.intra || slices.Contains(named, ix))
 	}
 	ops := make([]Op, 0, 1+2*len(g.changes)+8)
 	if fact == nil {
@@ -639,8 +679,11 @@ func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 	var before [][]entry
 	var deleted [][]byte
 	for _, c := range g.changes {
-		if c.scope&scopeForget != 0 {
-			if t.indexes.holds(c.before) && findEntry(current, c.before) < 0 && !containsKey(deleted, c.before) {
+		if c.scope&scopeIndex != 0 {
+			// A stray entry key, longer than its index's prefix.
+			ix := t.indexes.owner(c.before)
+			if ix != nil && ix.maintained() && len(c.before) > len(ix.prefix) &&
+				findEntry(current, c.before) < 0 && !containsKey(deleted, c.before) {
 				deleted = append(deleted, c.before)
 				ops = append(ops, Op{Kind: OpDelete, Key: c.before})
 			}
@@ -768,14 +811,15 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 // done. A change the maintainers cannot apply (they log it) keeps it
 // waiting until then.
 func (t *Table[T]) WaitIndexed(ctx context.Context) error {
-	return t.waitApplied(ctx, nil)
+	return t.waitApplied(ctx, 0, nil)
 }
 
 // applyQueued applies, as a maintainer with options o, every partition of
-// the queue in turn, until every change committed before it was called is
-// applied (by it, or by maintainers running elsewhere).
+// the queue in turn, until every change of Build and Repair committed
+// before it was called is applied (by it, or by maintainers running
+// elsewhere). Other changes it applies as it goes, but does not wait for.
 func (t *Table[T]) applyQueued(ctx context.Context, o *MaintainerOptions) error {
-	return t.waitApplied(ctx, func() error {
+	return t.waitApplied(ctx, scopeIndex, func() error {
 		for p := range o.Partitions {
 			po := *o
 			po.Partition = p
@@ -787,13 +831,19 @@ func (t *Table[T]) applyQueued(ctx context.Context, o *MaintainerOptions) error 
 	})
 }
 
-// waitApplied waits until every change committed before it was called is
-// applied, calling step, when set, before each look.
-func (t *Table[T]) waitApplied(ctx context.Context, step func() error) error {
+// waitApplied waits until every change committed before it was called
+// (only those whose scope has a bit of scope, when set) is applied,
+// calling step, when set, before each look.
+func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() error) error {
 	var keys [][]byte
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
 			return err
+		}
+		if scope != 0 {
+			if c, err := decodeChange(e.Key, e.Value); err != nil || c.scope&scope == 0 {
+				continue
+			}
 		}
 		keys = append(keys, bytes.Clone(e.Key))
 	}

@@ -506,6 +506,35 @@ func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 	requireNoDrift(t, tbl)
 }
 
+// TestLeaseKeepsOtherSplitsOut: while a maintainer of one split of the
+// queue (Partitions 1) applies a record's changes in pieces, neither
+// maintainer of another split (Partitions 2) may start, nor a Build that
+// applies what it queued.
+func TestLeaseKeepsOtherSplitsOut(t *testing.T) {
+	ctx := context.Background()
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
+	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy})
+	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R"})
+	require.NoError(t, err)
+	s.beforeMutations = func() {
+		s.beforeMutations = nil
+		for p := range 2 {
+			_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: p, Partitions: 2})
+			require.ErrorIs(t, err, it.ErrConflict, "partition %d of 2", p)
+			assert.Contains(t, err.Error(), "partition 0 of 1")
+		}
+	}
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Nil(t, s.beforeMutations, "the hook ran")
+	_, err = tbl.Update(ctx, person{ID: 1, Town: "S"})
+	require.NoError(t, err)
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: 1, Partitions: 2})
+	require.NoError(t, err, "the lease of the other split is released")
+	catchUp(t, tbl)
+	requireNoDrift(t, tbl)
+}
+
 // TestManyChangesOfOneRecordOnABoundedStore: more changes of one record
 // than one batch can remove are applied over several batches, and a
 // record whose changes cannot be applied does not hold up the others.

@@ -299,14 +299,15 @@ type indexManager struct {
 	indexes []*indexTable
 }
 
-// holds reports whether key is an entry key of a non-unique index of m.
-func (m *indexManager) holds(key []byte) bool {
+// owner returns the non-unique index of m whose entries key lies among,
+// or nil.
+func (m *indexManager) owner(key []byte) *indexTable {
 	for _, ix := range m.indexes {
 		if !ix.unique && bytes.HasPrefix(key, ix.prefix) {
-			return true
+			return ix
 		}
 	}
-	return false
+	return nil
 }
 
 func (m *indexManager) lookup(name string) *indexTable {

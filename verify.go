@@ -135,7 +135,7 @@ type verifier[T any] struct {
 	repair  bool
 	report  *VerifyReport
 	pending map[string]bool // primary keys with queued changes
-	queued  bool            // Repair queued fixes
+	queued  map[string]bool // primary keys whose fixes Repair queued
 	indexes []*indexTable
 	// claims holds the unique keys found missing in this pass, and the
 	// records that should hold them.
@@ -153,7 +153,7 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 		return nil, err
 	}
 	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
-		pending: map[string]bool{}, claims: map[string][]byte{}}
+		pending: map[string]bool{}, queued: map[string]bool{}, claims: map[string][]byte{}}
 	for _, ix := range t.indexes.indexes {
 		if _, _, err := t.readCatalog(ctx, ix); err != nil {
 			return nil, err
@@ -171,20 +171,21 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 		}
 	}
 	v.report.Pending = len(v.pending)
-	if err := v.records(ctx); err != nil {
-		return v.report, err
-	}
+	err := v.records(ctx)
 	for _, ix := range v.indexes {
-		if err := v.entries(ctx, ix); err != nil {
-			return v.report, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
+		if err != nil {
+			break
+		}
+		if err = v.entries(ctx, ix); err != nil {
+			err = fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
 		}
 	}
-	if v.queued {
-		if err := t.applyQueued(ctx, &v.opts.Maintainer); err != nil {
-			return v.report, fmt.Errorf("table %q: apply the queued repairs: %w", t.name, err)
+	if len(v.queued) > 0 { // even after an error, as promised
+		if qerr := t.applyQueued(ctx, &v.opts.Maintainer); qerr != nil {
+			err = errors.Join(err, fmt.Errorf("table %q: apply the queued repairs: %w", t.name, qerr))
 		}
 	}
-	return v.report, nil
+	return v.report, err
 }
 
 func (v *verifier[T]) readable(ix *indexTable) bool {
@@ -394,12 +395,14 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 	if !bytes.Equal(now, fact) || (now == nil) != (fact == nil) {
 		return nil // a write raced with the check
 	}
-	queued := append(bytes.Clone(t.queueSpace), pk...)
-	for _, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued), Limit: 1}) {
-		if err != nil {
-			return err
+	if !v.queued[string(pk)] { // else the change is this Repair's own
+		queued := append(bytes.Clone(t.queueSpace), pk...)
+		for _, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued), Limit: 1}) {
+			if err != nil {
+				return err
+			}
+			return nil // a change was queued during the pass: late, not drift
 		}
-		return nil // a change was queued during the pass: late, not drift
 	}
 	d := Drift{Kind: kind, Index: ix.name, PrimaryKey: decodeTupleLoose(pk)}
 	d.Key = decodeTupleLoose(key[len(ix.prefix):])
@@ -417,12 +420,12 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 			} else {
 				fix.ExpectAbsent(factKey)
 			}
+			named := ix.prefix // put the record's entries
 			if stray {
-				t.enqueue(fix, pk, key, true, scopeAll|scopeForget)
-			} else {
-				t.enqueue(fix, pk, nil, false, scopeAll)
+				named = key // delete it unless the record has it
 			}
-			v.queued = true
+			t.enqueue(fix, pk, named, true, scopeIndex)
+			v.queued[string(pk)] = true
 		}
 		err = t.store.Apply(ctx, fix)
 		switch {

@@ -205,7 +205,7 @@ func TestRepairOnAPartitionedStore(t *testing.T) {
 	ctx := context.Background()
 	s := partitionedStore(it.NewMemoryStore())
 	tbl := openWith(t, s, indexByName("town"), intraIndexes[0])
-	for i, town := range []string{"R", "S", "T"} {
+	for i, town := range []string{"R", "S", "T", "U"} {
 		_, err := tbl.Insert(ctx, person{ID: i + 1, Town: town, Score: 10 * i})
 		require.NoError(t, err)
 	}
@@ -217,6 +217,15 @@ func TestRepairOnAPartitionedStore(t *testing.T) {
 	b.Put(mustKey(t, "people", 1, "town", 1, "Z", 1), nil) // its record is in R
 	require.NoError(t, s.Apply(ctx, &b))
 	b.Reset()
+	b.Put(mustKey(t, "people", 1, "town", 1, "Y", 1), nil) // and not in Y either
+	require.NoError(t, s.Apply(ctx, &b))
+	b.Reset()
+	b.Delete(mustKey(t, "people", 1, "town", 1, "U", 4)) // moved: missing, and stale
+	require.NoError(t, s.Apply(ctx, &b))
+	b.Reset()
+	b.Put(mustKey(t, "people", 1, "town", 1, "V", 4), nil)
+	require.NoError(t, s.Apply(ctx, &b))
+	b.Reset()
 	b.Delete(mustKey(t, "people", 1, "town", 1, "S", 2)) // missing
 	require.NoError(t, s.Apply(ctx, &b))
 	b.Reset()
@@ -225,11 +234,11 @@ func TestRepairOnAPartitionedStore(t *testing.T) {
 
 	rep, err := tbl.Repair(ctx, it.VerifyOptions{})
 	require.NoError(t, err)
-	require.Equal(t, map[it.DriftKind]int{it.DriftMissing: 2, it.DriftDangling: 1, it.DriftStale: 1}, rep.Drift)
-	require.Equal(t, 4, rep.Repaired)
+	require.Equal(t, map[it.DriftKind]int{it.DriftMissing: 3, it.DriftDangling: 1, it.DriftStale: 3}, rep.Drift)
+	require.Equal(t, 7, rep.Repaired)
 	lag, err := tbl.Lag(ctx)
 	require.NoError(t, err)
 	require.Zero(t, lag.Pending)
 	rep = requireNoDrift(t, tbl)
-	require.EqualValues(t, 6, rep.Entries)
+	require.EqualValues(t, 8, rep.Entries)
 }
