@@ -44,7 +44,8 @@ type BuildProgress struct {
 // the fact table. It can run while the table is written to, and continues
 // a build that an earlier call (in any process) left unfinished. A unique
 // index whose records do not have unique keys stays write-only, and Build
-// returns an error wrapping ErrUniqueViolation that names two of them.
+// returns an error wrapping ErrUniqueViolation that names two of them; an
+// index that cannot be built does not keep Build from the others.
 //
 // On a store whose atomicity scope is a partition, a record's entries can
 // be written with it only when they lie in its partition (IntraPartition).
@@ -58,16 +59,20 @@ func (t *Table[T]) Build(ctx context.Context, opts BuildOptions) error {
 	if err := opts.Maintainer.defaults(); err != nil {
 		return err
 	}
+	var errs []error // an index that cannot be built leaves the others be
 	for _, ix := range t.indexes.indexes {
 		build := t.build
 		if t.store.Atomicity().Partition != nil {
 			build = t.buildByRecord
 		}
 		if err := build(ctx, ix, &opts); err != nil {
-			return fmt.Errorf("table %q: build index %q: %w", t.name, ix.name, err)
+			errs = append(errs, fmt.Errorf("table %q: build index %q: %w", t.name, ix.name, err))
+			if ctx.Err() != nil {
+				break
+			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) error {

@@ -293,22 +293,36 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 }
 
 // dropGenerations deletes the entries of index name's generations below
-// gen, in either placement. Those in spaceIntra are deleted one generation
-// at a time: a partitioned store keeps one generation's entries in key
-// order across its partitions, but not the entries of several.
+// gen, in either placement. In spaceIntra it looks for any such entry, and
+// deletes its generation's: a partitioned store keeps one generation's
+// entries in key order across its partitions, but not the entries of
+// several, so a scan may see them in any order. When nothing is left, that
+// is one empty scan.
 func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) error {
 	start := appendString(appendInt(bytes.Clone(t.prefix), spaceIndex), name)
 	if err := deleteRange(ctx, t.store, start, appendInt(bytes.Clone(start), gen)); err != nil {
 		return err
 	}
 	start = appendString(appendInt(bytes.Clone(t.prefix), spaceIntra), name)
-	for g := int64(1); g < gen; g++ {
-		p := appendInt(bytes.Clone(start), g)
-		if err := deleteRange(ctx, t.store, p, tupleEnd(p)); err != nil {
+	for {
+		var old []byte // the prefix of the generation of an entry found
+		for e, err := range t.store.Scan(ctx, ScanRange{Start: start, End: appendInt(bytes.Clone(start), gen), Limit: 1}) {
+			if err != nil {
+				return err
+			}
+			g, rest, err := DecodeElement(e.Key[len(start):])
+			if _, ok := g.(int64); err != nil || !ok {
+				return fmt.Errorf("%w: index entry key %q", ErrCodec, e.Key)
+			}
+			old = bytes.Clone(e.Key[:len(e.Key)-len(rest)])
+		}
+		if old == nil {
+			return nil
+		}
+		if err := deleteRange(ctx, t.store, old, tupleEnd(old)); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 // sameCatalog returns an error wrapping ErrInvalidSchema when the catalog

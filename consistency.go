@@ -180,7 +180,9 @@ func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error
 // worstGuard returns the largest batch a maintainer may need to apply the
 // change that b, a fallback write, queues: applySplit's last batch, which
 // expects the record and removes its change record and a marker holding a
-// copy of it. b is the record's guard, its write, and its change record.
+// copy of it. b starts with the record's guard and its write, and ends
+// with its change record (entries in the record's partition may come
+// between).
 func worstGuard(b *Batch) *Batch {
 	ops := b.Ops()
 	record, change := ops[1], ops[len(ops)-1]

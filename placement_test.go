@@ -185,6 +185,12 @@ func TestPlacementChangeRebuilds(t *testing.T) {
 		assert.Equal(t, 3, inter, "%v: entries where it puts them", p)
 		assert.Zero(t, intra, "%v: none left where the other placement put them", p)
 	}
+	// Opening it again looks for older generations' entries once in each
+	// space, however many generations there were.
+	counted := countingstore.New(s)
+	_, err := openFilms(t, counted, it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Placement: it.InterPartition})
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, counted.Counts().Scans, "the catalog, a record, and each space's old generations")
 }
 
 // TestBuildJoinsTheRecordsOfAPartition: on a partitioned store, Build

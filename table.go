@@ -34,7 +34,7 @@ const (
 	spaceCatalog = 2 // then the index name
 	spaceQueue   = 3 // then the primary key and a change ID
 	spaceLease   = 4 // then a maintainer partition
-	// spaceIntra   = 5: see Placement
+	// and spaceIntra, in placement.go
 )
 
 // maxAttempts bounds the retries of a write whose read was overtaken by a

@@ -135,8 +135,11 @@ func partition(key []byte) (p, prefix []byte) {
 	case space == 0 && len(t) >= 3: // a record; its changes and entries below
 		p, err = indextable.EncodeTuple(t[:3]...)
 		prefix = p
-	case space == 3 && len(t) >= 3:
+	case space == 3 && len(t) >= 3: // a record's changes
 		p, err = indextable.EncodeTuple(t[0], int64(0), t[2])
+		if err == nil {
+			prefix, err = indextable.EncodeTuple(t[:3]...)
+		}
 	case space == 5 && len(t) >= 5: // table, space, index, generation, record's partition
 		p, err = indextable.EncodeTuple(t[0], int64(0), t[4])
 		if err == nil {

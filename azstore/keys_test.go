@@ -73,7 +73,7 @@ func TestPartition(t *testing.T) {
 		prefix []byte // of the keys a one-partition query reads
 	}{
 		{"record", key("movies", int64(0), "Sci-Fi", "Red Dust"), key("movies", int64(0), "Sci-Fi"), key("movies", int64(0), "Sci-Fi")},
-		{"its change", key("movies", int64(3), "Sci-Fi", "Red Dust", []byte{1}), key("movies", int64(0), "Sci-Fi"), nil},
+		{"its change", key("movies", int64(3), "Sci-Fi", "Red Dust", []byte{1}), key("movies", int64(0), "Sci-Fi"), key("movies", int64(3), "Sci-Fi")},
 		{"index entry", key("movies", int64(1), "actor", int64(1), "Ava Stone", "Sci-Fi", "Red Dust"), key("movies", int64(1), "actor", int64(1), "Ava Stone"), key("movies", int64(1), "actor", int64(1), "Ava Stone")},
 		{"intra-partition entry", key("movies", int64(5), "year", int64(2), "Sci-Fi", int64(2019), "Sci-Fi", "Red Dust"), key("movies", int64(0), "Sci-Fi"), key("movies", int64(5), "year", int64(2), "Sci-Fi")},
 		{"intra-partition index", key("movies", int64(5), "year", int64(2)), key("movies", int64(5)), nil},
