@@ -820,23 +820,37 @@ func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 // the queue in turn, until every change of Build and Repair committed
 // before it was called is applied (by it, or by maintainers running
 // elsewhere). Other changes it applies as it goes, but does not wait for.
+//
+// A change that passes of its own leave in the queue cannot be applied (a
+// maintainer logs why); after maxIdlePasses such passes in a row it gives
+// up with an error that names the change's record.
 func (t *Table[T]) applyQueued(ctx context.Context, o *MaintainerOptions) error {
-	return t.waitApplied(ctx, scopeIndex, func() error {
+	return t.waitApplied(ctx, scopeIndex, func() (bool, error) {
+		whole := true
 		for p := range o.Partitions {
 			po := *o
 			po.Partition = p
-			if _, err := t.applyPending(ctx, &po); err != nil && !errors.Is(err, errLeaseHeld) {
-				return err
+			_, err := t.applyPending(ctx, &po)
+			switch {
+			case errors.Is(err, errLeaseHeld):
+				whole = false
+			case err != nil:
+				return false, err
 			}
 		}
-		return nil
+		return whole, nil
 	})
 }
 
+// maxIdlePasses is how many whole passes of its own over the queue
+// applyQueued makes without applying what it waits for before it gives up.
+const maxIdlePasses = 16
+
 // waitApplied waits until every change committed before it was called
 // (only those whose scope has a bit of scope, when set) is applied,
-// calling step, when set, before each look.
-func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() error) error {
+// calling step, when set, before each look; step reports whether it made
+// a whole pass over the queue.
+func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() (bool, error)) error {
 	var keys [][]byte
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
@@ -851,9 +865,12 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() erro
 	}
 	wait := 200 * time.Microsecond
 	var values [][]byte
+	idle := 0
 	for len(keys) > 0 {
+		whole := false
 		if step != nil {
-			if err := step(); err != nil {
+			var err error
+			if whole, err = step(); err != nil {
 				return err
 			}
 		}
@@ -868,9 +885,18 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() erro
 				left = append(left, keys[i])
 			}
 		}
-		if keys = left; len(keys) == 0 {
-			break
+		switch {
+		case len(left) == 0:
+			return nil
+		case len(left) < len(keys) || !whole:
+			idle = 0
+		default:
+			if idle++; idle == maxIdlePasses {
+				pk, _ := t.changePK(left[0])
+				return fmt.Errorf("the change of record %v, and %d more, cannot be applied; the maintainer's Logger says why", decodeForError(pk), len(left)-1)
+			}
 		}
+		keys = left
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

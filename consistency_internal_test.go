@@ -2,6 +2,7 @@ package indextable
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 )
@@ -46,4 +47,37 @@ func FuzzCatalogEntry(f *testing.F) {
 		}
 		_, _ = decodeCatalogEntry(raw)
 	})
+}
+
+// TestChangeOfAnUnknownIndex: a change of Build or Repair that names an
+// index the table no longer has (dropped since) is removed, and harms
+// nothing.
+func TestChangeOfAnUnknownIndex(t *testing.T) {
+	type rec struct{ ID, Town string }
+	ctx := context.Background()
+	s := NewMemoryStore()
+	tbl, err := Open(ctx, s, Schema[rec]{Name: "t", PrimaryKey: []string{"ID"},
+		Indexes: []Index[rec]{{Name: "town", Fields: []string{"Town"}, Strategy: FullCopy}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Insert(ctx, rec{"1", "R"}); err != nil {
+		t.Fatal(err)
+	}
+	gone := appendInt(appendString(appendInt(bytes.Clone(tbl.prefix), spaceIndex), "gone"), 1)
+	pk := appendString(nil, "1")
+	for _, named := range [][]byte{gone, appendString(bytes.Clone(gone), "x")} {
+		var b Batch
+		tbl.enqueue(&b, pk, named, true, scopeIndex)
+		if err := s.Apply(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := tbl.ApplyPending(ctx, MaintainerOptions{}); err != nil || n != 2 {
+		t.Fatalf("ApplyPending applied %d changes, %v; want 2", n, err)
+	}
+	rep, err := tbl.Verify(ctx, VerifyOptions{})
+	if err != nil || rep.Total() != 0 || rep.Entries != 1 {
+		t.Fatalf("Verify: %+v, %v", rep, err)
+	}
 }

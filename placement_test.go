@@ -214,3 +214,111 @@ func TestBuildJoinsTheRecordsOfAPartition(t *testing.T) {
 	assert.Equal(t, 4, n, "10, 13, 16 and 19")
 	requireNoDrift(t, tbl)
 }
+
+// TestBuildKeepsUniqueKeysApart: two records of one partition that share
+// a key of a unique intra-partition index are not joined in one batch,
+// where each would find the key free.
+func TestBuildKeepsUniqueKeysApart(t *testing.T) {
+	ctx := context.Background()
+	s := partitionedStore(it.NewMemoryStore())
+	plain, err := openFilms(t, s)
+	require.NoError(t, err)
+	for _, title := range []string{"A", "B"} {
+		_, err := plain.Insert(ctx, film{Genre: "Drama", Title: title, Year: 2000})
+		require.NoError(t, err)
+	}
+	tbl, err := openFilms(t, s, it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Unique: true})
+	require.NoError(t, err)
+	require.ErrorIs(t, tbl.Build(ctx, it.BuildOptions{}), it.ErrUniqueViolation)
+}
+
+// racing runs hook, once, before the first batch that expects two records.
+type racing struct {
+	it.Store
+	hook func()
+}
+
+func (s *racing) Apply(ctx context.Context, b *it.Batch) error {
+	facts := 0
+	for _, op := range b.Ops() {
+		if k, err := it.DecodeTuple(op.Key); err == nil && len(k) > 2 && k[1] == int64(0) && !op.IsWrite() {
+			facts++
+		}
+	}
+	if hook := s.hook; hook != nil && facts > 1 {
+		s.hook = nil
+		hook()
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// TestBuildRedoesAnOvertakenBatch: when a write overtakes a batch that
+// joins a partition's records, Build indexes each of them again, as it
+// now is.
+func TestBuildRedoesAnOvertakenBatch(t *testing.T) {
+	ctx := context.Background()
+	s := &racing{Store: partitionedStore(it.NewMemoryStore())}
+	plain, err := openFilms(t, s)
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := plain.Insert(ctx, film{Genre: "Drama", Title: fmt.Sprint(i), Year: 2000})
+		require.NoError(t, err)
+	}
+	tbl, err := openFilms(t, s, it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}})
+	require.NoError(t, err)
+	s.hook = func() {
+		_, err := plain.Update(ctx, film{Genre: "Drama", Title: "3", Year: 2001})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	require.Nil(t, s.hook, "the write raced the build")
+	n, err := tbl.Count(ctx, it.Query{Index: "year", Eq: it.Tuple{"Drama", 2000}})
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+	n, err = tbl.Count(ctx, it.Query{Index: "year", Eq: it.Tuple{"Drama", 2001}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	requireNoDrift(t, tbl)
+}
+
+// small bounds batches to a few operations, in one partition.
+type small struct {
+	*it.MemoryStore
+	maxOps int
+}
+
+func (s small) Atomicity() it.Atomicity { return it.Atomicity{MaxOps: s.maxOps} }
+
+// TestBuildOnAStoreWithSmallBatches: where not even one record and its
+// entries fit a batch with the catalog, Build goes record by record, and
+// through the queue for a record whose entries do not fit with it. Where a
+// maintainer cannot apply such a change at all, Build says so and stops.
+func TestBuildOnAStoreWithSmallBatches(t *testing.T) {
+	ctx := context.Background()
+	cast := []string{"Ava", "Ben", "Cara", "Dan", "Eve", "Finn"}
+	for _, maxOps := range []int{6, 4} {
+		s := small{it.NewMemoryStore(), maxOps}
+		plain, err := openFilms(t, s)
+		require.NoError(t, err)
+		for i := range cast {
+			_, err := plain.Insert(ctx, film{Genre: "Drama", Title: fmt.Sprint(i), Actors: cast[:i+1]})
+			require.NoError(t, err)
+		}
+		tbl, err := openFilms(t, s, it.Index[film]{Name: "actor", Fields: []string{"Actors"}, MultiValued: true})
+		require.NoError(t, err)
+		err = tbl.Build(ctx, it.BuildOptions{})
+		if maxOps == 4 {
+			// Its last batch would expect the record and two change
+			// records, and remove both: five operations.
+			require.ErrorContains(t, err, "the change of record [Drama 3], and 2 more, cannot be applied")
+			continue
+		}
+		require.NoError(t, err)
+		for i, actor := range cast {
+			n, err := tbl.Count(ctx, it.Query{Index: "actor", Eq: it.Tuple{actor}})
+			require.NoError(t, err)
+			assert.Equal(t, len(cast)-i, n, actor)
+		}
+		requireNoDrift(t, tbl)
+	}
+}
