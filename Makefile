@@ -11,7 +11,7 @@ FUZZTIME ?= 30s
 AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
 PACKAGES = ./... ./pebblestore/... ./examples/... $(AZSTORE)
 
-.PHONY: test azurite bench bench-pebble fuzz lint examples
+.PHONY: test azurite bench bench-pebble bench-azurite fuzz lint examples
 
 # vet, then every test of every module with the race detector (under Azurite
 # when the Azure store exists).
@@ -33,6 +33,10 @@ bench:
 bench-pebble:
 	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 .
 	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .
+
+# The Azure Table store's writes, range reads and gets on Azurite, in one run (about 2 minutes).
+bench-azurite:
+	scripts/azurite $(GO) test -run='^$$' -bench=Azurite -benchmem -benchtime=400x -count=5 ./azstore/
 
 # Each fuzz target (the core's and the Azure key encoding's) for FUZZTIME.
 fuzz:

@@ -26,7 +26,7 @@ import (
 // azurite returns the connection string of the Azurite that scripts/azurite
 // started, or skips the test when there is none (and fails it when
 // INDEXTABLE_REQUIRE_AZURITE is set, as in CI).
-func azurite(t *testing.T) string {
+func azurite(t testing.TB) string {
 	t.Helper()
 	conn := os.Getenv("INDEXTABLE_AZURITE")
 	if conn == "" {
@@ -39,13 +39,13 @@ func azurite(t *testing.T) string {
 }
 
 // openFresh opens a store on a new table, which the test deletes at the end.
-func openFresh(t *testing.T, conn string) *azstore.Store {
+func openFresh(t testing.TB, conn string) *azstore.Store {
 	t.Helper()
 	return openTable(t, conn, freshTable(t, conn), nil)
 }
 
 // freshTable names a new table and deletes it at the end of the test.
-func freshTable(t *testing.T, conn string) string {
+func freshTable(t testing.TB, conn string) string {
 	name := fmt.Sprintf("t%016x", rand.Uint64())
 	t.Cleanup(func() {
 		svc, err := aztables.NewServiceClientFromConnectionString(conn, nil)
@@ -59,7 +59,7 @@ func freshTable(t *testing.T, conn string) string {
 	return name
 }
 
-func openTable(t *testing.T, conn, name string, client *aztables.ClientOptions) *azstore.Store {
+func openTable(t testing.TB, conn, name string, client *aztables.ClientOptions) *azstore.Store {
 	t.Helper()
 	s, err := azstore.Open(context.Background(), conn, azstore.Options{Table: name, Client: client})
 	require.NoError(t, err)
