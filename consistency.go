@@ -920,8 +920,9 @@ func (t *Table[T]) mayBeStale(ix *indexTable) bool {
 const maxPendingChecked = 64
 
 // pendingRecords returns the encoded primary keys of the records with
-// queued changes, appended to dst[:0], or all=true when more than
-// maxPendingChecked changes are queued.
+// queued changes (those whose primary key starts with within), appended
+// to dst[:0], or all=true when more than maxPendingChecked changes are
+// queued.
 //
 // How reads stay correct: the entries of a record in an index are exactly
 // those of its fact record whenever no change to it is queued. A read
@@ -933,10 +934,15 @@ const maxPendingChecked = 64
 // synchronous read gives. The entries of the other records are checked
 // against their fact records, and an entry the record no longer has is
 // skipped.
-func (t *Table[T]) pendingRecords(ctx context.Context, dst [][]byte) ([][]byte, bool, error) {
+func (t *Table[T]) pendingRecords(ctx context.Context, dst [][]byte, within []byte) ([][]byte, bool, error) {
 	dst = dst[:0]
 	n := 0
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: maxPendingChecked + 1}) {
+	r := ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: maxPendingChecked + 1}
+	if within != nil {
+		r.Start = append(bytes.Clone(t.queueSpace), within...)
+		r.End = tupleEnd(r.Start)
+	}
+	for e, err := range t.store.Scan(ctx, r) {
 		if err != nil {
 			return dst, false, err
 		}

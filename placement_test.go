@@ -322,3 +322,43 @@ func TestBuildOnAStoreWithSmallBatches(t *testing.T) {
 		requireNoDrift(t, tbl)
 	}
 }
+
+// TestIntraPartitionReadChecksOnlyItsPartitionsQueue: a full-copy read of
+// one partition through an intra-partition index trusts its entries
+// whatever waits in other partitions' queues.
+func TestIntraPartitionReadChecksOnlyItsPartitionsQueue(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(partitionedStore(it.NewMemoryStore()))
+	tbl, err := openFilms(t, s,
+		it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Strategy: it.FullCopy},
+		it.Index[film]{Name: "actor", Fields: []string{"Actors"}, MultiValued: true})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, film{Genre: "Drama", Title: "D", Year: 2000, Actors: []string{"Ava"}})
+	require.NoError(t, err)
+	catchUp(t, tbl)
+	for i := range 70 { // more changes than a read checks one by one
+		_, err := tbl.Insert(ctx, film{Genre: "Comedy", Title: fmt.Sprint(i), Year: 2000, Actors: []string{"Ben"}})
+		require.NoError(t, err)
+	}
+	before := s.Counts()
+	got := collectFilms(t, tbl, it.Query{Index: "year", Eq: it.Tuple{"Drama", 2000}})
+	c := s.Counts().Sub(before)
+	assert.Equal(t, []string{"D"}, got)
+	assert.Zero(t, c.Gets+c.GetManys, "no record fetched to check the entry")
+	assert.EqualValues(t, 2, c.Scans, "the partition's queue, then the index")
+
+	// Across partitions, every entry is checked.
+	before = s.Counts()
+	assert.Len(t, collectFilms(t, tbl, it.Query{Index: "year"}), 71)
+	assert.NotZero(t, s.Counts().Sub(before).GetManys)
+}
+
+func collectFilms(t testing.TB, tbl *it.Table[film], q it.Query) []string {
+	t.Helper()
+	var titles []string
+	for f, err := range tbl.Find(context.Background(), q) {
+		require.NoError(t, err)
+		titles = append(titles, f.Title)
+	}
+	return titles
+}

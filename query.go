@@ -327,8 +327,16 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 	}
 	// A normalized or partial read checks every record anyway.
 	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
+		// An intra-partition read of one partition needs only its queue.
+		var within []byte
+		if ix.intra && len(q.Eq) > 0 {
+			k := rd.plan.r.Start[len(ix.prefix):]
+			if _, rest, err := DecodeElement(k); err == nil {
+				within = k[:len(k)-len(rest)]
+			}
+		}
 		var err error
-		rd.pending, rd.check, err = t.pendingRecords(ctx, rd.pending)
+		rd.pending, rd.check, err = t.pendingRecords(ctx, rd.pending, within)
 		return err
 	}
 	return nil
