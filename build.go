@@ -150,16 +150,23 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 			return err
 		}
 		chunk = min(2*chunk, o.ChunkSize)
-		if n == 0 {
-			ix.state.Store(int32(IndexReadable))
-		}
-		if o.Progress != nil {
-			o.Progress(BuildProgress{Index: ix.name, Done: c.done, Total: c.total, Readable: n == 0})
-		}
-		if n == 0 {
+		if o.committed(ix, c, n == 0) {
 			return nil
 		}
 	}
+}
+
+// committed follows a chunk of the build of ix that committed c, the last
+// one when readable: it marks ix readable then, reports progress, and
+// returns readable.
+func (o *BuildOptions) committed(ix *indexTable, c catalogEntry, readable bool) bool {
+	if readable {
+		ix.state.Store(int32(IndexReadable))
+	}
+	if o.Progress != nil {
+		o.Progress(BuildProgress{Index: ix.name, Done: c.done, Total: c.total, Readable: readable})
+	}
+	return readable
 }
 
 // buildByRecord builds ix where a record, its entries and the catalog do
@@ -220,13 +227,7 @@ func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOp
 			return err
 		}
 		conflicts = 0
-		if n == 0 {
-			ix.state.Store(int32(IndexReadable))
-		}
-		if o.Progress != nil {
-			o.Progress(BuildProgress{Index: ix.name, Done: c.done, Total: c.total, Readable: n == 0})
-		}
-		if n == 0 {
+		if o.committed(ix, c, n == 0) {
 			return nil
 		}
 	}
