@@ -25,8 +25,10 @@ type BuildOptions struct {
 	// Progress, when set, is called after each chunk.
 	Progress func(BuildProgress)
 	// Maintainer configures how Build applies the changes it queues on a
-	// store with partitioned atomicity (see Build); set its Partitions to
-	// the table's maintainers'. Partition is ignored: Build applies each.
+	// store with partitioned atomicity (see Build). Partition is ignored:
+	// Build applies each partition of the queue in turn. Partitions 0 takes
+	// the split of the table's maintainers holding leases, if any, else 1;
+	// while maintainers of another split hold leases, Build waits for them.
 	Maintainer MaintainerOptions
 }
 
@@ -51,13 +53,11 @@ type BuildProgress struct {
 // be written with it only when they lie in its partition (IntraPartition).
 // Build then writes them record by record, and queues the others: it
 // commits a change record with each record, and applies the queue as a
-// maintainer before the index becomes readable.
+// maintainer before the index becomes readable. It returns an error when a
+// maintainer cannot apply one of these changes.
 func (t *Table[T]) Build(ctx context.Context, opts BuildOptions) error {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 256
-	}
-	if err := opts.Maintainer.defaults(); err != nil {
-		return err
 	}
 	var errs []error // an index that cannot be built leaves the others be
 	for _, ix := range t.indexes.indexes {
@@ -175,7 +175,9 @@ func (o *BuildOptions) committed(ix *indexTable, c catalogEntry, readable bool) 
 // record is queued in its stead, which the maintainer applies from the
 // record as it then is. The cursor moves in a batch of its own after its
 // chunk: a crash in between writes the chunk again, which is harmless. The
-// index becomes readable once every change queued before is applied.
+// index becomes readable once every change that Build (or Repair) queued
+// is applied; the writers' queued changes may still wait, which reads of a
+// partitioned store check for.
 func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOptions) error {
 	key := catalogKey(t.prefix, ix.name)
 	total := int64(-1)
@@ -207,7 +209,7 @@ func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOp
 		if n > 0 {
 			c.cursor = records[n-1].Key
 		} else {
-			if err := t.applyQueued(ctx, &o.Maintainer); err != nil {
+			if err := t.applyQueued(ctx, o.Maintainer); err != nil {
 				return err
 			}
 			c.state = IndexReadable

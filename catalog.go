@@ -299,6 +299,9 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 // several, so a scan may see them in any order. When nothing is left, that
 // is one empty scan.
 func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) error {
+	if gen <= 1 {
+		return nil // there was none before
+	}
 	start := appendString(appendInt(bytes.Clone(t.prefix), spaceIndex), name)
 	if err := deleteRange(ctx, t.store, start, appendInt(bytes.Clone(start), gen)); err != nil {
 		return err

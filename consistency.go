@@ -220,6 +220,9 @@ type MaintainerOptions struct {
 	LeaseTTL time.Duration
 
 	owner uint64 // identifies this maintainer in its lease
+	// unappliable, when set, hears of each change the maintainer logs as
+	// one it cannot apply.
+	unappliable func(key []byte, err error)
 }
 
 func (o *MaintainerOptions) defaults() error {
@@ -370,6 +373,7 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 			}
 			if err != nil { // it blocks nothing but itself
 				o.logError(ctx, "indextable: change record cannot be read", t.name, err)
+				o.cannotApply(err, e.Key)
 				continue
 			}
 			if n := len(groups); n > 0 && bytes.Equal(groups[n-1].pk, pk) {
@@ -407,43 +411,81 @@ var errLeaseHeld = errors.New("leased to another maintainer")
 type lease struct {
 	key, value []byte
 	expires    time.Time // by this process's clock
+	split      []byte    // the key of the table's split record
+}
+
+// The split record, at the lease space's own key, names the split of the
+// queue in force (its Partitions) and when its last lease expires: every
+// acquisition and renewal rewrites it, conditional on it, so maintainers
+// of two splits never hold leases at once, and one that takes over from
+// another split makes the old holders' renewals fail.
+func encodeSplit(partitions int, until time.Time) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(partitions))
+	return binary.BigEndian.AppendUint64(v, uint64(until.UnixNano()))
+}
+
+func decodeSplit(v []byte) (partitions int, until time.Time, ok bool) {
+	if len(v) != 16 {
+		return 0, time.Time{}, false
+	}
+	return int(binary.BigEndian.Uint64(v)), time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))), true
+}
+
+// liveSplit returns the Partitions of the maintainers that hold leases of
+// the table's queue now, or 0 when none does.
+func (t *Table[T]) liveSplit(ctx context.Context) (int, error) {
+	v, err := t.store.Get(ctx, appendInt(bytes.Clone(t.prefix), spaceLease))
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n, until, ok := decodeSplit(v); ok && time.Now().Before(until) {
+		return n, nil
+	}
+	return 0, nil
 }
 
 // acquireLease takes this maintainer's lease, unless another maintainer
-// holds it, or holds a lease of another split of the queue (another
-// Partitions): the two would apply the same records' changes at once.
+// holds it, or maintainers of another split of the queue (another
+// Partitions) hold leases: the two would apply the same records' changes
+// at once.
 func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lease, error) {
-	space := appendInt(bytes.Clone(t.prefix), spaceLease)
-	key := appendInt(appendInt(bytes.Clone(space), int64(o.Partitions)), int64(o.Partition))
-	var b Batch
-	found := false
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
-		if err != nil {
-			return nil, err
-		}
-		var partitions, partition int64
-		if k, err := DecodeTuple(e.Key[len(space):]); err == nil && len(k) == 2 {
-			partitions, _ = k[0].(int64)
-			partition, _ = k[1].(int64)
-		}
-		mine := bytes.Equal(e.Key, key)
-		if !mine && partitions == int64(o.Partitions) {
-			continue // another partition of this split: no concern of ours
-		}
-		held := e.Value
-		if len(held) == 16 && binary.BigEndian.Uint64(held) != o.owner && time.Now().UnixNano() < int64(binary.BigEndian.Uint64(held[8:])) {
-			until := time.Unix(0, int64(binary.BigEndian.Uint64(held[8:])))
-			return nil, fmt.Errorf("%w: %w: table %q, partition %d of %d, until %v (this maintainer wants partition %d of %d)",
-				ErrConflict, errLeaseHeld, t.name, partition, partitions, until, o.Partition, o.Partitions)
-		}
-		found = found || mine
-		b.ExpectValue(bytes.Clone(e.Key), bytes.Clone(held))
+	split := appendInt(bytes.Clone(t.prefix), spaceLease)
+	key := appendInt(appendInt(bytes.Clone(split), int64(o.Partitions)), int64(o.Partition))
+	held, err := t.store.GetMany(ctx, [][]byte{split, key}, nil)
+	if err != nil {
+		return nil, err
 	}
-	if !found {
-		b.ExpectAbsent(key)
-	}
-	l := &lease{key: key}
+	l := &lease{key: key, split: split}
 	l.value, l.expires = o.leaseValue()
+	var b Batch
+	until := l.expires
+	if sv := held[0]; sv == nil {
+		b.ExpectAbsent(split)
+	} else {
+		n, end, ok := decodeSplit(sv)
+		live := ok && time.Now().Before(end)
+		if live && n != o.Partitions {
+			return nil, fmt.Errorf("%w: %w: table %q: maintainers of %d partitions hold leases until %v (this one is partition %d of %d)",
+				ErrConflict, errLeaseHeld, t.name, n, end, o.Partition, o.Partitions)
+		}
+		if live && end.After(until) {
+			until = end
+		}
+		b.ExpectValue(split, sv)
+	}
+	b.Put(split, encodeSplit(o.Partitions, until))
+	switch v := held[1]; {
+	case v == nil:
+		b.ExpectAbsent(key)
+	case len(v) == 16 && binary.BigEndian.Uint64(v) != o.owner && time.Now().UnixNano() < int64(binary.BigEndian.Uint64(v[8:])):
+		end := time.Unix(0, int64(binary.BigEndian.Uint64(v[8:])))
+		return nil, fmt.Errorf("%w: %w: table %q, partition %d of %d, until %v", ErrConflict, errLeaseHeld, t.name, o.Partition, o.Partitions, end)
+	default:
+		b.ExpectValue(key, v)
+	}
 	b.Put(key, l.value)
 	if err := t.store.Apply(ctx, &b); err != nil {
 		if errors.Is(err, ErrConflict) {
@@ -467,23 +509,93 @@ func (t *Table[T]) holdLease(ctx context.Context, l *lease, o *MaintainerOptions
 	if l == nil || time.Until(l.expires) > o.LeaseTTL/2 {
 		return nil
 	}
-	var b Batch
-	b.ExpectValue(l.key, l.value)
-	next, expires := o.leaseValue()
-	b.Put(l.key, next)
-	if err := t.store.Apply(ctx, &b); err != nil {
+	// The split record must still name this split, and last as long as
+	// the lease; another maintainer of the split may rewrite it meanwhile,
+	// which makes this renewal read it again.
+	for attempt := 1; ; attempt++ {
+		sv, err := t.store.Get(ctx, l.split)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("table %q: renew the maintainer's lease: %w", t.name, err)
+		}
+		n, until, ok := decodeSplit(sv)
+		if !ok || n != o.Partitions {
+			return fmt.Errorf("table %q: renew the maintainer's lease: %w: maintainers of another split took over", t.name, ErrConflict)
+		}
+		var b Batch
+		b.ExpectValue(l.key, l.value)
+		next, expires := o.leaseValue()
+		b.Put(l.key, next)
+		b.ExpectValue(l.split, sv)
+		if until.Before(expires) {
+			b.Put(l.split, encodeSplit(n, expires))
+		}
+		err = t.store.Apply(ctx, &b)
+		if err == nil {
+			l.value, l.expires = next, expires
+			return nil
+		}
+		if errors.Is(err, ErrConflict) && attempt < maxAttempts {
+			if v, gerr := t.store.Get(ctx, l.key); gerr == nil && bytes.Equal(v, l.value) {
+				continue // the split record moved; the lease is still ours
+			}
+		}
 		return fmt.Errorf("table %q: renew the maintainer's lease: %w", t.name, err)
 	}
-	l.value, l.expires = next, expires
-	return nil
 }
 
-// releaseLease gives l up, if it is still held.
+// releaseLease gives l up, if it is still held, and shortens the split
+// record to the leases of its split still held, so that another split
+// need not wait for l to expire. A maintainer of the split that renews or
+// releases at the same time makes it try again.
 func (t *Table[T]) releaseLease(l *lease) {
-	var b Batch
-	b.ExpectValue(l.key, l.value)
-	b.Delete(l.key)
-	_ = t.store.Apply(context.Background(), &b) // an expired lease is as good
+	ctx := context.Background()
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		var b Batch
+		b.ExpectValue(l.key, l.value)
+		b.Delete(l.key)
+		if err := t.shortenSplit(ctx, &b, l); err != nil {
+			// Give the lease up at least; the split record expires.
+			_ = t.store.Apply(ctx, &Batch{ops: b.Ops()[:2]})
+			return
+		}
+		err := t.store.Apply(ctx, &b)
+		if !errors.Is(err, ErrConflict) {
+			return
+		}
+		if v, err := t.store.Get(ctx, l.key); err != nil || !bytes.Equal(v, l.value) {
+			return // not ours any more
+		}
+	}
+}
+
+// shortenSplit adds to b, which releases l, the rewrite of the split
+// record to last as long as the other leases of l's split.
+func (t *Table[T]) shortenSplit(ctx context.Context, b *Batch, l *lease) error {
+	sv, err := t.store.Get(ctx, l.split)
+	if err != nil {
+		return err
+	}
+	n, _, ok := decodeSplit(sv)
+	if !ok {
+		return fmt.Errorf("%w: split record %q", ErrCodec, sv)
+	}
+	b.ExpectValue(l.split, sv)
+	until := time.Now()
+	others := appendInt(bytes.Clone(l.split), int64(n))
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: others, End: tupleEnd(others)}) {
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(e.Key, l.key) || len(e.Value) != 16 {
+			continue
+		}
+		b.ExpectValue(bytes.Clone(e.Key), bytes.Clone(e.Value))
+		if end := time.Unix(0, int64(binary.BigEndian.Uint64(e.Value[8:]))); end.After(until) {
+			until = end
+		}
+	}
+	b.Put(l.split, encodeSplit(n, until))
+	return nil
 }
 
 // partitionHash places a record's changes in a maintainer partition.
@@ -537,7 +649,9 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		g := &groups[i]
 		if err := t.planGroup(g, keys[i], facts[i], atom); err != nil {
 			// A record that cannot be decoded blocks only its own changes.
-			o.logError(ctx, "indextable: change cannot be applied", t.name, fmt.Errorf("record %v: %w", decodeForError(g.pk), err))
+			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
+			o.logError(ctx, "indextable: change cannot be applied", t.name, err)
+			o.cannotApply(err, changeKeys(g.changes)...)
 			g.ops = nil
 			continue
 		}
@@ -581,7 +695,9 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		ok, err := t.applySplit(ctx, &g, l, o)
 		switch {
 		case errors.Is(err, ErrInvalidBatch):
-			o.logError(ctx, "indextable: change cannot be applied", t.name, fmt.Errorf("record %v: %w", decodeForError(g.pk), err))
+			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
+			o.logError(ctx, "indextable: change cannot be applied", t.name, err)
+			o.cannotApply(err, changeKeys(g.changes)...)
 		case err != nil:
 			return applied, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
 		case ok:
@@ -589,6 +705,24 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		}
 	}
 	return applied, nil
+}
+
+// cannotApply tells o.unappliable, if set, of changes that cannot be
+// applied.
+func (o *MaintainerOptions) cannotApply(err error, keys ...[]byte) {
+	if o.unappliable != nil {
+		for _, k := range keys {
+			o.unappliable(k, err)
+		}
+	}
+}
+
+func changeKeys(cs []change) [][]byte {
+	keys := make([][]byte, len(cs))
+	for i, c := range cs {
+		keys[i] = c.key
+	}
+	return keys
 }
 
 func (o *MaintainerOptions) logError(ctx context.Context, msg, table string, err error) {
@@ -820,37 +954,44 @@ func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 // the queue in turn, until every change of Build and Repair committed
 // before it was called is applied (by it, or by maintainers running
 // elsewhere). Other changes it applies as it goes, but does not wait for.
-//
-// A change that passes of its own leave in the queue cannot be applied (a
-// maintainer logs why); after maxIdlePasses such passes in a row it gives
-// up with an error that names the change's record.
-func (t *Table[T]) applyQueued(ctx context.Context, o *MaintainerOptions) error {
-	return t.waitApplied(ctx, scopeIndex, func() (bool, error) {
-		whole := true
-		for p := range o.Partitions {
-			po := *o
+// It fails when one of the changes it waits for is one that a maintainer
+// cannot apply, and waits while maintainers of another split hold leases.
+func (t *Table[T]) applyQueued(ctx context.Context, o MaintainerOptions) error {
+	stuck := map[string]error{}
+	o.unappliable = func(key []byte, err error) { stuck[string(key)] = err }
+	o.owner = rand.Uint64() | 1
+	return t.waitApplied(ctx, scopeIndex, func(left [][]byte) error {
+		po := o
+		if po.Partitions == 0 {
+			n, err := t.liveSplit(ctx)
+			if err != nil {
+				return err
+			}
+			po.Partitions = max(n, 1)
+		}
+		if err := po.defaults(); err != nil {
+			return err
+		}
+		for p := range po.Partitions {
 			po.Partition = p
-			_, err := t.applyPending(ctx, &po)
-			switch {
-			case errors.Is(err, errLeaseHeld):
-				whole = false
-			case err != nil:
-				return false, err
+			if _, err := t.applyPending(ctx, &po); err != nil && !errors.Is(err, errLeaseHeld) {
+				return err
 			}
 		}
-		return whole, nil
+		for _, k := range left {
+			if err, ok := stuck[string(k)]; ok {
+				return fmt.Errorf("a change cannot be applied: %w", err)
+			}
+		}
+		return nil
 	})
 }
 
-// maxIdlePasses is how many whole passes of its own over the queue
-// applyQueued makes without applying what it waits for before it gives up.
-const maxIdlePasses = 16
-
 // waitApplied waits until every change committed before it was called
 // (only those whose scope has a bit of scope, when set) is applied,
-// calling step, when set, before each look; step reports whether it made
-// a whole pass over the queue.
-func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() (bool, error)) error {
+// calling step, when set, with the changes still waited for before each
+// look.
+func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [][]byte) error) error {
 	var keys [][]byte
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
@@ -865,12 +1006,9 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() (boo
 	}
 	wait := 200 * time.Microsecond
 	var values [][]byte
-	idle := 0
 	for len(keys) > 0 {
-		whole := false
 		if step != nil {
-			var err error
-			if whole, err = step(); err != nil {
+			if err := step(keys); err != nil {
 				return err
 			}
 		}
@@ -885,18 +1023,9 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func() (boo
 				left = append(left, keys[i])
 			}
 		}
-		switch {
-		case len(left) == 0:
-			return nil
-		case len(left) < len(keys) || !whole:
-			idle = 0
-		default:
-			if idle++; idle == maxIdlePasses {
-				pk, _ := t.changePK(left[0])
-				return fmt.Errorf("the change of record %v, and %d more, cannot be applied; the maintainer's Logger says why", decodeForError(pk), len(left)-1)
-			}
+		if keys = left; len(keys) == 0 {
+			break
 		}
-		keys = left
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

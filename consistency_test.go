@@ -521,7 +521,7 @@ func TestLeaseKeepsOtherSplitsOut(t *testing.T) {
 		for p := range 2 {
 			_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: p, Partitions: 2})
 			require.ErrorIs(t, err, it.ErrConflict, "partition %d of 2", p)
-			assert.Contains(t, err.Error(), "partition 0 of 1")
+			assert.Contains(t, err.Error(), "maintainers of 1 partitions hold leases")
 		}
 	}
 	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
@@ -532,6 +532,29 @@ func TestLeaseKeepsOtherSplitsOut(t *testing.T) {
 	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: 1, Partitions: 2})
 	require.NoError(t, err, "the lease of the other split is released")
 	catchUp(t, tbl)
+	requireNoDrift(t, tbl)
+}
+
+// TestLeaseTakenOverByAnotherSplit: a maintainer whose lease expired while
+// it applied a record's changes in pieces, and which maintainers of another
+// split took over, cannot renew it, and stops.
+func TestLeaseTakenOverByAnotherSplit(t *testing.T) {
+	ctx := context.Background()
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
+	tbl := openWith(t, s, indexByName("town"), indexByName("name"))
+	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "Ann"})
+	require.NoError(t, err)
+	const ttl = 50 * time.Millisecond
+	s.beforeMutations = func() {
+		time.Sleep(2 * ttl)
+		for p := range 2 {
+			_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: p, Partitions: 2, LeaseTTL: ttl})
+			require.NoError(t, err, "partition %d of 2 takes over", p)
+		}
+	}
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{LeaseTTL: ttl})
+	require.ErrorIs(t, err, it.ErrConflict)
+	assert.Contains(t, err.Error(), "another split took over")
 	requireNoDrift(t, tbl)
 }
 

@@ -196,9 +196,10 @@ func withoutUnique(in []it.Index[person]) []it.Index[person] {
 func expireLeases(t testing.TB, s it.Store) {
 	t.Helper()
 	var b it.Batch
-	for k := range storeDump(t, s) {
-		if tup, err := it.DecodeTuple([]byte(k)); err == nil && tup[1] == int64(4) {
-			b.Delete([]byte(k))
+	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
+		require.NoError(t, err)
+		if tup, err := it.DecodeTuple(e.Key); err == nil && tup[1] == int64(4) {
+			b.Delete(e.Key)
 		}
 	}
 	require.NoError(t, s.Apply(context.Background(), &b))

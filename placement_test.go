@@ -191,6 +191,12 @@ func TestPlacementChangeRebuilds(t *testing.T) {
 	_, err := openFilms(t, counted, it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Placement: it.InterPartition})
 	require.NoError(t, err)
 	assert.EqualValues(t, 4, counted.Counts().Scans, "the catalog, a record, and each space's old generations")
+
+	// At the first generation there is nothing older to look for.
+	counted = countingstore.New(it.NewMemoryStore())
+	_, err = openFilms(t, counted, it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}})
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, counted.Counts().Scans, "the catalog, and a record")
 }
 
 // TestBuildJoinsTheRecordsOfAPartition: on a partitioned store, Build
@@ -310,7 +316,7 @@ func TestBuildOnAStoreWithSmallBatches(t *testing.T) {
 		if maxOps == 4 {
 			// Its last batch would expect the record and two change
 			// records, and remove both: five operations.
-			require.ErrorContains(t, err, "the change of record [Drama 3], and 2 more, cannot be applied")
+			require.ErrorContains(t, err, "a change cannot be applied: record [Drama 3]: one change of the record does not fit")
 			continue
 		}
 		require.NoError(t, err)

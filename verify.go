@@ -135,7 +135,7 @@ type verifier[T any] struct {
 	repair  bool
 	report  *VerifyReport
 	pending map[string]bool // primary keys with queued changes
-	queued  map[string]bool // primary keys whose fixes Repair queued
+	queued  map[string]bool // the change records of the fixes Repair queued
 	indexes []*indexTable
 	// claims holds the unique keys found missing in this pass, and the
 	// records that should hold them.
@@ -148,9 +148,6 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 100
-	}
-	if err := opts.Maintainer.defaults(); err != nil {
-		return nil, err
 	}
 	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
 		pending: map[string]bool{}, queued: map[string]bool{}, claims: map[string][]byte{}}
@@ -181,7 +178,7 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 		}
 	}
 	if len(v.queued) > 0 { // even after an error, as promised
-		if qerr := t.applyQueued(ctx, &v.opts.Maintainer); qerr != nil {
+		if qerr := t.applyQueued(ctx, v.opts.Maintainer); qerr != nil {
 			err = errors.Join(err, fmt.Errorf("table %q: apply the queued repairs: %w", t.name, qerr))
 		}
 	}
@@ -395,12 +392,12 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 	if !bytes.Equal(now, fact) || (now == nil) != (fact == nil) {
 		return nil // a write raced with the check
 	}
-	if !v.queued[string(pk)] { // else the change is this Repair's own
-		queued := append(bytes.Clone(t.queueSpace), pk...)
-		for _, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued), Limit: 1}) {
-			if err != nil {
-				return err
-			}
+	queued := append(bytes.Clone(t.queueSpace), pk...)
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued)}) {
+		if err != nil {
+			return err
+		}
+		if !v.queued[string(e.Key)] { // not one of this Repair's fixes
 			return nil // a change was queued during the pass: late, not drift
 		}
 	}
@@ -410,6 +407,7 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 		d.Key = d.Key[:len(d.Key)-len(d.PrimaryKey)]
 	}
 	if v.repair && kind != DriftUniqueViolation {
+		var change []byte // the key of the change record that stands for fix
 		if err := t.store.Atomicity().Allows(fix); err != nil {
 			if ix.unique {
 				return fmt.Errorf("repair of unique index %q needs a batch that holds a record and its entry: %w", ix.name, err)
@@ -425,11 +423,14 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 				named = key // delete it unless the record has it
 			}
 			t.enqueue(fix, pk, named, true, scopeIndex)
-			v.queued[string(pk)] = true
+			change = fix.Ops()[fix.Len()-1].Key
 		}
 		err = t.store.Apply(ctx, fix)
 		switch {
 		case err == nil:
+			if change != nil {
+				v.queued[string(change)] = true
+			}
 			d.Repaired = true
 			v.report.Repaired++
 		case errors.Is(err, ErrConflict):

@@ -244,3 +244,35 @@ func TestRepairOnAPartitionedStore(t *testing.T) {
 	rep = requireNoDrift(t, tbl)
 	require.EqualValues(t, 8, rep.Entries)
 }
+
+// TestRepairLeavesAConcurrentWriteAlone: a write during Repair to a record
+// whose fix Repair queued is late, not drift.
+func TestRepairLeavesAConcurrentWriteAlone(t *testing.T) {
+	for _, drift := range []bool{false, true} {
+		ctx := context.Background()
+		s := partitionedStore(it.NewMemoryStore())
+		tbl := openWith(t, s, indexByName("town"), indexByName("tags"))
+		_, err := tbl.Insert(ctx, person{ID: 1, Town: "R", Tags: []string{"a"}})
+		require.NoError(t, err)
+		catchUp(t, tbl)
+		want := map[it.DriftKind]int{}
+		if drift {
+			var b it.Batch
+			b.Delete(mustKey(t, "people", 1, "town", 1, "R", 1))
+			require.NoError(t, s.Apply(ctx, &b))
+			want[it.DriftMissing] = 1
+		}
+		wrote := false
+		rep, err := tbl.Repair(ctx, it.VerifyOptions{Progress: func(p it.VerifyProgress) {
+			if p.Phase == "records" && !wrote {
+				wrote = true
+				_, err := tbl.Update(ctx, person{ID: 1, Town: "R", Tags: []string{"b"}})
+				require.NoError(t, err)
+			}
+		}})
+		require.NoError(t, err)
+		require.Equal(t, want, rep.Drift, "drift %v: samples %v", drift, rep.Samples)
+		catchUp(t, tbl)
+		requireNoDrift(t, tbl)
+	}
+}
