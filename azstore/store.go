@@ -423,7 +423,23 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 	if err != nil {
 		return err
 	}
-	blind := !slices.ContainsFunc(ops, func(op indextable.Op) bool { return op.Kind != indextable.OpPut })
+	// A batch whose only expectations are that keys it puts are absent
+	// needs no reads either: those puts become inserts (Add), which fail
+	// the transaction when a key exists.
+	adds := map[string]bool{}
+	for _, op := range ops {
+		if op.Kind == indextable.OpExpectAbsent {
+			adds[string(op.Key)] = true
+		}
+	}
+	blind := !slices.ContainsFunc(ops, func(op indextable.Op) bool {
+		return op.Kind != indextable.OpPut && (op.Kind != indextable.OpExpectAbsent || !slices.ContainsFunc(ops, func(put indextable.Op) bool {
+			return put.Kind == indextable.OpPut && bytes.Equal(put.Key, op.Key)
+		}))
+	})
+	if !blind {
+		clear(adds)
+	}
 	actions := make([]aztables.TransactionAction, 0, len(ops)+1)
 	var g *guard
 	if !blind {
@@ -442,6 +458,9 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 	for _, op := range ops {
 		var v []byte
 		if op.Kind != indextable.OpPut {
+			if blind {
+				continue // an Add below checks it
+			}
 			if v, err = s.get(ctx, op.Key); err != nil {
 				return err
 			}
@@ -460,7 +479,11 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 			if err != nil {
 				return err
 			}
-			actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data})
+			action := aztables.TransactionTypeInsertReplace
+			if adds[string(op.Key)] {
+				action = aztables.TransactionTypeAdd
+			}
+			actions = append(actions, aztables.TransactionAction{ActionType: action, Entity: data})
 		case indextable.OpDelete:
 			if v == nil {
 				continue // Azure fails a transaction that deletes a missing entity
@@ -487,6 +510,8 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 		return err
 	case g != nil && g.attempt == attempt:
 		return nil
+	case len(adds) > 0:
+		return fmt.Errorf("azstore: %w: a key the batch expects absent exists", indextable.ErrConflict)
 	}
 	return errOvertaken
 }

@@ -111,9 +111,11 @@ func TestLimits(t *testing.T) {
 type transport struct {
 	delay    time.Duration
 	loseOnce atomic.Bool
+	requests atomic.Int64
 }
 
 func (tr *transport) Do(req *http.Request) (*http.Response, error) {
+	tr.requests.Add(1)
 	time.Sleep(tr.delay)
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err == nil && strings.HasSuffix(req.URL.Path, "$batch") && tr.loseOnce.CompareAndSwap(true, false) {
@@ -131,19 +133,50 @@ func openWith(t *testing.T, tr *transport) *azstore.Store {
 
 // TestLostAnswer: a transaction that committed, whose answer was lost and
 // which the SDK sent again, is reported as applied, not as a conflict.
+// Both for a batch that inserts (no reads) and one that reads first.
 func TestLostAnswer(t *testing.T) {
 	ctx := context.Background()
 	tr := &transport{}
 	s := openWith(t, tr)
-	tr.loseOnce.Store(true)
-	var b indextable.Batch
-	b.ExpectAbsent([]byte("k"))
-	b.Put([]byte("k"), []byte("v"))
-	require.NoError(t, s.Apply(ctx, &b))
-	require.False(t, tr.loseOnce.Load(), "the answer was lost")
-	v, err := s.Get(ctx, []byte("k"))
-	require.NoError(t, err)
-	require.Equal(t, []byte("v"), v)
+	for _, expect := range []func(*indextable.Batch){
+		func(b *indextable.Batch) { b.ExpectAbsent([]byte("k")) },
+		func(b *indextable.Batch) { b.ExpectValue([]byte("k"), []byte("v0")) },
+	} {
+		tr.loseOnce.Store(true)
+		var b indextable.Batch
+		expect(&b)
+		b.Put([]byte("k"), []byte("v0"))
+		require.NoError(t, s.Apply(ctx, &b))
+		require.False(t, tr.loseOnce.Load(), "the answer was lost")
+		v, err := s.Get(ctx, []byte("k"))
+		require.NoError(t, err)
+		require.Equal(t, []byte("v0"), v)
+	}
+}
+
+// TestInsertIsOneRoundTrip: a batch whose only expectations are that keys
+// it puts are absent is one request: those puts are inserts, and an insert
+// of a key that exists fails the whole batch with ErrConflict.
+func TestInsertIsOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	tr := &transport{}
+	s := openWith(t, tr)
+	insert := func(v string) error {
+		var b indextable.Batch
+		b.ExpectAbsent([]byte("rec"))
+		b.Put([]byte("rec"), []byte(v))
+		b.Put([]byte("rec-entry"), []byte(v))
+		return s.Apply(ctx, &b)
+	}
+	before := tr.requests.Load()
+	require.NoError(t, insert("1"))
+	require.EqualValues(t, 1, tr.requests.Load()-before)
+	require.ErrorIs(t, insert("2"), indextable.ErrConflict)
+	for _, k := range []string{"rec", "rec-entry"} {
+		v, err := s.Get(ctx, []byte(k))
+		require.NoError(t, err)
+		require.Equal(t, []byte("1"), v, "%s: the failed batch wrote nothing", k)
+	}
 }
 
 // TestHotPartition: many writers of one partition, on a slow network, all
