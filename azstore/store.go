@@ -360,7 +360,9 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 // conditional on the ETag read: when another batch in the partition
 // committed in between, it starts again. A batch of puts alone needs no
 // reads: it overwrites the guard unconditionally, which still makes any
-// batch that read the guard before it start again.
+// batch that read the guard before it start again. Nor does one whose only
+// expectations are that keys it puts are absent: those puts are inserts,
+// which fail the transaction (ErrConflict) when a key exists.
 func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	if err := indextable.CheckBatch(b); err != nil {
 		return fmt.Errorf("azstore: %w", err)
