@@ -428,17 +428,23 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 	// A batch whose only expectations are that keys it puts are absent
 	// needs no reads either: those puts become inserts (Add), which fail
 	// the transaction when a key exists.
-	adds := map[string]bool{}
+	puts, adds := map[string]bool{}, map[string]bool{}
 	for _, op := range ops {
-		if op.Kind == indextable.OpExpectAbsent {
-			adds[string(op.Key)] = true
+		if op.Kind == indextable.OpPut {
+			puts[string(op.Key)] = true
 		}
 	}
-	blind := !slices.ContainsFunc(ops, func(op indextable.Op) bool {
-		return op.Kind != indextable.OpPut && (op.Kind != indextable.OpExpectAbsent || !slices.ContainsFunc(ops, func(put indextable.Op) bool {
-			return put.Kind == indextable.OpPut && bytes.Equal(put.Key, op.Key)
-		}))
-	})
+	blind := true
+	for _, op := range ops {
+		switch op.Kind {
+		case indextable.OpPut:
+		case indextable.OpExpectAbsent:
+			adds[string(op.Key)] = true
+			blind = blind && puts[string(op.Key)]
+		default:
+			blind = false
+		}
+	}
 	if !blind {
 		clear(adds)
 	}
