@@ -336,6 +336,15 @@ func (s *benchState) rawRecord(b *testing.B, key, val []byte, c *benchCustomer) 
 // pick returns the numbers of the next n loaded customers to read: a walk
 // with a large stride, so that reads scatter over the data set and a repeat
 // run does not read the same records again.
+// pickIDs returns the IDs of n records that pick chooses.
+func (s *benchState) pickIDs(n int) []string {
+	ids := make([]string, n)
+	for i, j := range s.pick(n) {
+		ids[i] = benchMake(j, s.surnames).ID
+	}
+	return ids
+}
+
 func (s *benchState) pick(n int) []int {
 	out := make([]int, n)
 	for i := range out {
@@ -381,10 +390,7 @@ func benchRaw(b *testing.B, s *benchState) {
 	b.Run("get", func(b *testing.B) {
 		s.load(b)
 		s.open(b, true)
-		ids := make([]string, b.N)
-		for i, j := range s.pick(b.N) {
-			ids[i] = benchMake(j, s.surnames).ID
-		}
+		ids := s.pickIDs(b.N)
 		db := s.store.DB()
 		var (
 			key []byte
@@ -509,10 +515,7 @@ func benchIndexed(b *testing.B, s *benchState) {
 	b.Run("get", func(b *testing.B) {
 		s.load(b)
 		s.open(b, true)
-		ids := make([]string, b.N)
-		for i, j := range s.pick(b.N) {
-			ids[i] = benchMake(j, s.surnames).ID
-		}
+		ids := s.pickIDs(b.N)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for _, id := range ids {
