@@ -117,6 +117,18 @@ type transport struct {
 func (tr *transport) Do(req *http.Request) (*http.Response, error) {
 	tr.requests.Add(1)
 	time.Sleep(tr.delay)
+	if req.Body != nil {
+		// net/http may still read a request's body after RoundTrip
+		// returns, while the SDK rewinds it to send again once this
+		// transport has lost an answer: give net/http its own copy.
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err == nil && strings.HasSuffix(req.URL.Path, "$batch") && tr.loseOnce.CompareAndSwap(true, false) {
 		resp.Body.Close()
