@@ -326,6 +326,12 @@ const (
 	// partition, so writes fall back to the queue (and writes that change
 	// the unique index are refused).
 	modeFallback
+	// As modeFallback, over a ShardedStore of 4 shards whose index tables
+	// are sharded by their leading key, or by hash. A write that changes
+	// the unique index commits when all its entries lie on its record's
+	// shard, and is refused otherwise.
+	modeShardedLeading
+	modeShardedHash
 )
 
 func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
@@ -340,7 +346,15 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 		// in their own transactions.
 		store = partitionedStore(it.NewMemoryStore())
 		indexes = append(indexes, intraIndexes...)
+	case modeShardedLeading, modeShardedHash:
+		rule := it.ShardByLeadingKey
+		if mode == modeShardedHash {
+			rule = it.ShardByHash
+		}
+		store = newShardedMemory(t, 4, it.WithIndexSharding(rule))
+		indexes = append(indexes, intraIndexes...)
 	}
+	sharded := mode == modeShardedLeading || mode == modeShardedHash
 	tbl, err := it.Open(ctx, store, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
 	require.NoError(t, err)
 	var m *maintainers
@@ -355,7 +369,7 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 	if testing.Short() {
 		steps = 500
 	}
-	var seen struct{ exists, notFound, unique, conflict, refused int }
+	var seen struct{ exists, notFound, unique, conflict, refused, fitted int }
 	for step := range steps {
 		if m != nil && r.IntN(2) == 0 {
 			m.stop()
@@ -363,8 +377,25 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 		id := r.IntN(40)
 		p := randomPerson(r, id, names)
 		old, present := model[id]
-		// In fallback mode a write whose unique entry changes is refused.
-		refused := mode == modeFallback && (p.Email != old.Email || !present && p.Email != "")
+		// In fallback mode a write whose unique entry changes is refused;
+		// when sharded, unless its batch fits its record's shard.
+		refused := (mode == modeFallback || sharded) && (p.Email != old.Email || !present && p.Email != "")
+		// refusedWith requires err to be want, and reports true; but when
+		// sharded, ErrInvalidBatch does too, and nil, if mayCommit, reports
+		// a write that committed because its batch fitted one shard.
+		refusedWith := func(err, want error, mayCommit bool) bool {
+			if sharded {
+				if err == nil && mayCommit {
+					seen.fitted++
+					return false
+				}
+				if errors.Is(err, it.ErrInvalidBatch) {
+					return true
+				}
+			}
+			require.ErrorIs(t, err, want)
+			return true
+		}
 		var err error
 		var v it.Version
 		op := r.IntN(10)
@@ -375,11 +406,9 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 			case present:
 				require.ErrorIs(t, err, it.ErrExists)
 				seen.exists++
-			case emailTaken(model, p):
-				require.ErrorIs(t, err, it.ErrUniqueViolation)
+			case emailTaken(model, p) && refusedWith(err, it.ErrUniqueViolation, false):
 				seen.unique++
-			case refused:
-				require.ErrorIs(t, err, it.ErrInvalidBatch)
+			case refused && refusedWith(err, it.ErrInvalidBatch, true):
 				seen.refused++
 			default:
 				require.NoError(t, err)
@@ -388,11 +417,9 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 		case op < 5:
 			v, err = tbl.Upsert(ctx, p)
 			switch {
-			case emailTaken(model, p):
-				require.ErrorIs(t, err, it.ErrUniqueViolation)
+			case emailTaken(model, p) && refusedWith(err, it.ErrUniqueViolation, false):
 				seen.unique++
-			case refused:
-				require.ErrorIs(t, err, it.ErrInvalidBatch)
+			case refused && refusedWith(err, it.ErrInvalidBatch, true):
 				seen.refused++
 			default:
 				require.NoError(t, err)
@@ -416,11 +443,9 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 			case stale:
 				require.ErrorIs(t, err, it.ErrConflict)
 				seen.conflict++
-			case emailTaken(model, p):
-				require.ErrorIs(t, err, it.ErrUniqueViolation)
+			case emailTaken(model, p) && refusedWith(err, it.ErrUniqueViolation, false):
 				seen.unique++
-			case refused:
-				require.ErrorIs(t, err, it.ErrInvalidBatch)
+			case refused && refusedWith(err, it.ErrInvalidBatch, true):
 				seen.refused++
 			default:
 				require.NoError(t, err)
@@ -430,8 +455,7 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 		default:
 			err = tbl.Delete(ctx, it.Tuple{id})
 			switch {
-			case present && mode == modeFallback && old.Email != "":
-				require.ErrorIs(t, err, it.ErrInvalidBatch)
+			case present && (mode == modeFallback || sharded) && old.Email != "" && refusedWith(err, it.ErrInvalidBatch, true):
 				seen.refused++
 			case present:
 				require.NoError(t, err)
@@ -448,7 +472,7 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 			// new maintainers or by passes of ApplyPending when the old ones
 			// stopped.
 			checkNoStaleResults(t, r, tbl, model, indexes)
-			if mode == modeFallback && !m.running {
+			if (mode == modeFallback || sharded) && !m.running {
 				// Nothing applies the queue: the intra-partition indexes
 				// hold the write already.
 				for _, ix := range intraIndexes {
@@ -501,8 +525,8 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 	require.Positive(t, seen.exists)
 	require.Positive(t, seen.notFound)
 	require.Positive(t, seen.conflict)
-	if mode == modeFallback {
-		require.Positive(t, seen.refused) // and no email is ever set
+	if mode == modeFallback || sharded {
+		require.Positive(t, seen.refused) // and emails are seldom set
 	} else {
 		require.Positive(t, seen.unique)
 	}

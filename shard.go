@@ -1,0 +1,552 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"reflect"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrInvalidSharding reports a ShardedStore asked for with no shards, a
+// nil or repeated shard, or an unknown IndexSharding.
+var ErrInvalidSharding = errors.New("indextable: invalid sharding")
+
+// IndexSharding is the rule that spreads an index table over the shards of
+// a ShardedStore.
+type IndexSharding uint8
+
+const (
+	// ShardByLeadingKey places an index entry on the shard that its first
+	// key component hashes to: all of Redmond in a Town, LastName index
+	// lies on one shard, so an exact or prefix read of it queries one
+	// shard. A hot leading value makes a hot shard.
+	ShardByLeadingKey IndexSharding = iota
+	// ShardByHash places an index entry by a hash of its whole key (and,
+	// unless the index is unique, its record's primary key): even one hot
+	// key value is spread, and every range read queries all shards,
+	// merging their ordered streams.
+	ShardByHash
+)
+
+func (r IndexSharding) String() string {
+	switch r {
+	case ShardByLeadingKey:
+		return "by leading key"
+	case ShardByHash:
+		return "by hash"
+	}
+	return fmt.Sprintf("IndexSharding(%d)", uint8(r))
+}
+
+// ShardOption configures a ShardedStore.
+type ShardOption func(*ShardedStore) error
+
+// WithIndexSharding sets the rule of every index table that no
+// WithShardedIndex names. The default is ShardByLeadingKey.
+func WithIndexSharding(rule IndexSharding) ShardOption {
+	return func(s *ShardedStore) error {
+		if rule > ShardByHash {
+			return fmt.Errorf("%w: unknown rule %v", ErrInvalidSharding, rule)
+		}
+		s.rule = rule
+		return nil
+	}
+}
+
+// WithShardedIndex sets the rule of index table index of table table.
+func WithShardedIndex(table, index string, rule IndexSharding) ShardOption {
+	return func(s *ShardedStore) error {
+		if rule > ShardByHash {
+			return fmt.Errorf("%w: index %q of table %q: unknown rule %v", ErrInvalidSharding, index, table, rule)
+		}
+		t := string(appendString(nil, table))
+		if s.rules[t] == nil {
+			s.rules[t] = map[string]IndexSharding{}
+		}
+		s.rules[t][string(appendString(nil, index))] = rule
+		return nil
+	}
+}
+
+// ShardedStore is a Store spread over several Stores, its shards, of any
+// backends. It is the pattern's sharded fact table: a record lies on the
+// shard that its first primary key component hashes to (see ShardFor), and
+// so do its queued changes and the entries of its table's intra-partition
+// indexes. An index entry holds its record's primary key, so a read that
+// found it fetches the record from its shard directly, with no search. An
+// index table is itself sharded by its IndexSharding rule. The catalog and
+// the maintainers' leases lie on the first shard.
+//
+// Its Atomicity is one shard (and, within a shard whose own scope is
+// partitioned, one partition): a write whose index entries lie on other
+// shards than its record commits the record with a change record, and a
+// maintainer (Table.RunMaintainer or Table.ApplyPending) applies the
+// entries, as on any partitioned store. A scan within one record, or
+// within one leading key of a ShardByLeadingKey index, queries one shard;
+// any other scan queries every shard at once and merges their ordered
+// streams, with Limit and After applied across shards.
+//
+// The number of shards is fixed: a store reopened over a different number
+// of shards misplaces its keys. See the README on resharding.
+type ShardedStore struct {
+	shards []Store
+	parts  []func([]byte) []byte // each shard's own Partition, or nil
+	rule   IndexSharding
+	rules  map[string]map[string]IndexSharding // by encoded table, index name
+	atom   Atomicity
+	closed atomic.Bool
+}
+
+// NewShardedStore returns a store spread over shards, which it owns: Close
+// closes them. The number and order of shards place every key, so a store
+// must always be reopened over the same shards in the same order.
+func NewShardedStore(shards []Store, opts ...ShardOption) (*ShardedStore, error) {
+	if len(shards) == 0 || len(shards) > maxShards {
+		return nil, fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidSharding, len(shards), maxShards)
+	}
+	s := &ShardedStore{shards: shards, rules: map[string]map[string]IndexSharding{}}
+	for i, sh := range shards {
+		if sh == nil {
+			return nil, fmt.Errorf("%w: shard %d is nil", ErrInvalidSharding, i)
+		}
+		for j, prev := range shards[:i] {
+			if reflect.TypeOf(sh).Comparable() && reflect.TypeOf(prev) == reflect.TypeOf(sh) && prev == sh {
+				return nil, fmt.Errorf("%w: shards %d and %d are one store", ErrInvalidSharding, j, i)
+			}
+		}
+		a := sh.Atomicity()
+		s.parts = append(s.parts, a.Partition)
+		s.atom.MaxOps = minBound(s.atom.MaxOps, a.MaxOps)
+		s.atom.MaxBytes = minBound(s.atom.MaxBytes, a.MaxBytes)
+	}
+	for _, opt := range opts {
+		if err := opt(s); err != nil {
+			return nil, err
+		}
+	}
+	if len(shards) == 1 {
+		s.atom.Partition = s.parts[0]
+	} else {
+		s.atom.Partition = s.partition
+	}
+	return s, nil
+}
+
+// maxShards bounds the shards of a ShardedStore, so that two bytes name one
+// in a partition.
+const maxShards = 1 << 16
+
+// minBound returns the tighter of two bounds, where 0 is none.
+func minBound(a, b int) int {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// Shards returns the number of shards.
+func (s *ShardedStore) Shards() int { return len(s.shards) }
+
+// Shard returns shard i, as given to NewShardedStore.
+func (s *ShardedStore) Shard(i int) Store { return s.shards[i] }
+
+// ShardFor returns the shard, among n, of a record whose first primary key
+// component is v: Jump Consistent Hash (Lamping and Veach, 2014) to n
+// buckets of the 64-bit FNV-1a hash of v's tuple encoding (see
+// EncodeTuple). Both are fixed by their definitions, so records keep their
+// shards across processes, platforms and versions of this package. A
+// ShardByLeadingKey index entry lies on the shard ShardFor gives its first
+// key component. It returns an error wrapping ErrUnsupportedType if v
+// cannot be a key, and ErrInvalidSharding if n is not in 1..65536.
+func ShardFor(n int, v any) (int, error) {
+	if n < 1 || n > maxShards {
+		return 0, fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidSharding, n, maxShards)
+	}
+	elem, err := AppendElement(nil, v)
+	if err != nil {
+		return 0, err
+	}
+	return jumpHash(fnv1a(elem), n), nil
+}
+
+// ShardOf returns the shard that holds key.
+func (s *ShardedStore) ShardOf(key []byte) int {
+	i, _ := s.route(key)
+	return i
+}
+
+// route returns the shard of key and, when there is one, a tuple prefix of
+// key whose extensions, the keys from it to it+0xFF, all lie on that shard
+// (nil if none).
+//
+// A key of a table (its name, a space, ...) is routed by its space:
+// records (space 0) and queued changes (3) by the record's first primary
+// key component, intra-partition index entries (5) by their first key
+// component, which is the record's; index entries (1) by their table's
+// rule; the catalog, the leases and anything else of a table to shard 0.
+// Any other key is routed by a hash of the whole key.
+func (s *ShardedStore) route(key []byte) (int, []byte) {
+	if len(s.shards) == 1 {
+		return 0, key[:0]
+	}
+	var ends [5]int // where the table name, space, ... end
+	n := 0
+	for off := 0; n < len(ends) && off < len(key); n++ {
+		l, err := ElementLen(key[off:])
+		if err != nil {
+			break
+		}
+		off += l
+		ends[n] = off
+	}
+	if n < 2 || key[0] != codeString {
+		return s.hashed(key), nil
+	}
+	space, _, err := DecodeElement(key[ends[0]:ends[1]])
+	if err != nil {
+		return s.hashed(key), nil
+	}
+	switch space {
+	case int64(spaceFact), int64(spaceQueue):
+		if n < 3 {
+			return s.hashed(key), nil
+		}
+		return s.hashed(key[ends[1]:ends[2]]), key[:ends[2]]
+	case int64(spaceIntra):
+		if n < 5 {
+			return s.hashed(key), nil
+		}
+		return s.hashed(key[ends[3]:ends[4]]), key[:ends[4]]
+	case int64(spaceIndex):
+		if n < 5 {
+			return s.hashed(key), nil
+		}
+		if s.indexRule(key[:ends[0]], key[ends[1]:ends[2]]) == ShardByHash {
+			return s.hashed(key[ends[3]:]), nil
+		}
+		return s.hashed(key[ends[3]:ends[4]]), key[:ends[4]]
+	}
+	return 0, key[:ends[1]]
+}
+
+func (s *ShardedStore) indexRule(table, index []byte) IndexSharding {
+	if rule, ok := s.rules[string(table)][string(index)]; ok {
+		return rule
+	}
+	return s.rule
+}
+
+func (s *ShardedStore) hashed(b []byte) int { return jumpHash(fnv1a(b), len(s.shards)) }
+
+// fnv1a is the 64-bit FNV-1a hash of b.
+func fnv1a(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// jumpHash is Jump Consistent Hash: the bucket, among n, of key. Growing n
+// to n+1 moves only a 1/(n+1) share of keys, all to the new bucket.
+func jumpHash(key uint64, n int) int {
+	b, j := int64(-1), int64(0)
+	for j < int64(n) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int(b)
+}
+
+// partition is the store's Atomicity.Partition: the shard, then the
+// shard's own partition of key.
+func (s *ShardedStore) partition(key []byte) []byte {
+	i := s.ShardOf(key)
+	p := []byte{byte(i >> 8), byte(i)}
+	if part := s.parts[i]; part != nil {
+		p = append(p, part(key)...)
+	}
+	return p
+}
+
+func (s *ShardedStore) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("sharded store: %w", ErrClosed)
+	}
+	return ctx.Err()
+}
+
+// Get returns the value of key from its shard.
+func (s *ShardedStore) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	return s.shards[s.ShardOf(key)].Get(ctx, key)
+}
+
+// GetMany looks keys up on their shards, on several at once.
+func (s *ShardedStore) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
+	if err := s.check(ctx); err != nil {
+		return dst, err
+	}
+	if len(keys) == 0 {
+		return dst, nil
+	}
+	first := s.ShardOf(keys[0])
+	of := make([]int, len(keys))
+	for i, k := range keys {
+		of[i] = s.ShardOf(k)
+		if of[i] != first {
+			first = -1
+		}
+	}
+	if first >= 0 {
+		return s.shards[first].GetMany(ctx, keys, dst)
+	}
+	type lookup struct {
+		at   []int // positions in keys
+		keys [][]byte
+		vals [][]byte
+		err  error
+	}
+	lookups := make([]lookup, len(s.shards))
+	for i, k := range keys {
+		l := &lookups[of[i]]
+		l.at = append(l.at, i)
+		l.keys = append(l.keys, k)
+	}
+	var wg sync.WaitGroup
+	for i := range lookups {
+		if l := &lookups[i]; len(l.keys) > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l.vals, l.err = s.shards[i].GetMany(ctx, l.keys, nil)
+			}()
+		}
+	}
+	wg.Wait()
+	start := len(dst)
+	dst = append(dst, make([][]byte, len(keys))...)
+	var errs []error
+	for i, l := range lookups {
+		if l.err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", i, l.err))
+			continue
+		}
+		for j, at := range l.at {
+			dst[start+at] = l.vals[j]
+		}
+	}
+	return dst, errors.Join(errs...)
+}
+
+// Apply applies b on the one shard that holds its keys. A batch whose keys
+// lie on two shards returns an error wrapping ErrInvalidBatch.
+func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	shard := s.ShardOf(b.ops[0].Key)
+	for _, op := range b.ops[1:] {
+		if i := s.ShardOf(op.Key); i != shard {
+			return fmt.Errorf("%w: keys on shards %d and %d, atomicity scope is one shard", ErrInvalidBatch, shard, i)
+		}
+	}
+	return s.shards[shard].Apply(ctx, b)
+}
+
+// Atomicity is one shard, and within it the shard's own scope; MaxOps and
+// MaxBytes are the tightest of the shards'.
+func (s *ShardedStore) Atomicity() Atomicity { return s.atom }
+
+// Close closes every shard.
+func (s *ShardedStore) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for i, sh := range s.shards {
+		if err := sh.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Scan yields the entries of r in order. A range within one record, or
+// within one leading key of a ShardByLeadingKey index table, is one shard's
+// scan; any other is every shard's at once, merged.
+func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
+	if err := s.check(ctx); err != nil {
+		return func(yield func(Entry, error) bool) { yield(Entry{}, err) }
+	}
+	if i, ok := s.scanShard(r); ok {
+		return s.shards[i].Scan(ctx, r)
+	}
+	return s.merge(ctx, r)
+}
+
+// scanShard returns the one shard that holds every key of r, if there is
+// one.
+func (s *ShardedStore) scanShard(r ScanRange) (int, bool) {
+	if len(s.shards) == 1 {
+		return 0, true
+	}
+	if r.Start == nil {
+		return 0, false
+	}
+	i, prefix := s.route(r.Start)
+	if prefix == nil {
+		return 0, false
+	}
+	// The keys that extend the tuple prefix end before prefix+0xFF (see
+	// tupleEnd); so do any other bytes after it, which route with it.
+	// (prefix is r.Start's memory: extend a copy.)
+	return i, r.End != nil && bytes.Compare(r.End, tupleEnd(bytes.Clone(prefix))) <= 0
+}
+
+// A page is up to pageMax entries of one shard's scan, copied.
+type page struct {
+	entries []Entry
+	err     error
+}
+
+const (
+	pageMin = 64
+	pageMax = 1024
+)
+
+// merge scans r on every shard at once and yields their entries in order.
+// Each shard is read by a goroutine in pages, one page ahead of the merge,
+// so no shard's scan stays open while the loop body runs.
+func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		fctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		feeds := make([]chan page, len(s.shards))
+		for i, sh := range s.shards {
+			feeds[i] = make(chan page, 1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				feed(fctx, sh, r, feeds[i])
+			}()
+		}
+		heads := make([]page, len(feeds)) // each feed's current page, consumed from the front
+		live := make([]bool, len(feeds))
+		next := func(i int) error {
+			for len(heads[i].entries) == 0 && live[i] {
+				p, ok := <-feeds[i]
+				if !ok {
+					live[i] = false
+					// A feed stops early only when ctx is done.
+					return ctx.Err()
+				}
+				if p.err != nil {
+					return fmt.Errorf("shard %d: %w", i, p.err)
+				}
+				heads[i] = p
+			}
+			return nil
+		}
+		for i := range feeds {
+			live[i] = true
+			if err := next(i); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+		}
+		for n := 0; r.Limit == 0 || n < r.Limit; n++ {
+			best := -1
+			for i := range heads {
+				if len(heads[i].entries) == 0 {
+					continue
+				}
+				if best < 0 {
+					best = i
+					continue
+				}
+				c := bytes.Compare(heads[i].entries[0].Key, heads[best].entries[0].Key)
+				if (c < 0) != r.Reverse {
+					best = i
+				}
+			}
+			if best < 0 {
+				return
+			}
+			e := heads[best].entries[0]
+			heads[best].entries = heads[best].entries[1:]
+			if !yield(e, nil) {
+				return
+			}
+			if err := next(best); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+		}
+	}
+}
+
+// feed sends the entries of r on st to out, a page at a time, until the
+// range or r.Limit is exhausted, an error, or ctx is done; then closes out.
+func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
+	defer close(out)
+	size := pageMin
+	left := r.Limit
+	for {
+		r.Limit = size
+		if left > 0 {
+			r.Limit = min(size, left)
+		}
+		var p page
+		mem := make([]byte, 0, 1024) // the page's keys and values, one after another
+		var ends []int               // where each key, then each value, ends in mem
+		for e, err := range st.Scan(ctx, r) {
+			if err != nil {
+				p.err = err
+				break
+			}
+			mem = append(mem, e.Key...)
+			ends = append(ends, len(mem))
+			mem = append(mem, e.Value...)
+			ends = append(ends, len(mem))
+		}
+		p.entries = make([]Entry, len(ends)/2)
+		start := 0
+		for i := range p.entries {
+			k, v := ends[2*i], ends[2*i+1]
+			p.entries[i] = Entry{Key: mem[start:k:k], Value: mem[k:v:v]}
+			start = v
+		}
+		full := p.err == nil && len(p.entries) == r.Limit
+		if len(p.entries) > 0 || p.err != nil {
+			select {
+			case out <- p:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !full {
+			return
+		}
+		if left > 0 {
+			if left -= len(p.entries); left == 0 {
+				return
+			}
+		}
+		r.After = p.entries[len(p.entries)-1].Key
+		size = min(2*size, pageMax)
+	}
+}
