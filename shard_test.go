@@ -1,7 +1,11 @@
 package indextable_test
 
 import (
+	"context"
 	"fmt"
+	"iter"
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	it "github.com/indextable/indextable"
@@ -93,4 +97,219 @@ func TestShardFor(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, "ShardFor(%d, %#v)", c.n, c.v)
 	}
+}
+
+// scanLog records, for a store, the key spaces its scans started in and the
+// keys it was asked to get.
+type scanLog struct {
+	it.Store
+	mu     sync.Mutex
+	spaces []int64
+	gets   [][]byte
+}
+
+func (s *scanLog) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	space := int64(-1)
+	if t := decodePrefix(r.Start); len(t) >= 2 {
+		space, _ = t[1].(int64)
+	}
+	s.mu.Lock()
+	s.spaces = append(s.spaces, space)
+	s.mu.Unlock()
+	return s.Store.Scan(ctx, r)
+}
+
+func (s *scanLog) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
+	s.mu.Lock()
+	s.gets = append(s.gets, keys...)
+	s.mu.Unlock()
+	return s.Store.GetMany(ctx, keys, dst)
+}
+
+func (s *scanLog) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spaces, s.gets = nil, nil
+}
+
+func (s *scanLog) scansOf(space int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sp := range s.spaces {
+		if sp == space {
+			n++
+		}
+	}
+	return n
+}
+
+// decodePrefix decodes the longest tuple that prefixes key.
+func decodePrefix(key []byte) it.Tuple {
+	var t it.Tuple
+	for len(key) > 0 {
+		v, rest, err := it.DecodeElement(key)
+		if err != nil {
+			break
+		}
+		t, key = append(t, v), rest
+	}
+	return t
+}
+
+type shardedCustomer struct {
+	ID       string
+	Town     string
+	LastName string
+}
+
+// TestTownQueryTouchesOneIndexShard: under ShardByLeadingKey, all of a
+// town's index entries lie on the shard its name hashes to, so a Town query
+// scans that index shard alone and fetches each record from its own shard;
+// under ShardByHash the same query scans every shard.
+func TestTownQueryTouchesOneIndexShard(t *testing.T) {
+	ctx := context.Background()
+	towns := []string{"Redmond", "Seattle", "Bellevue", "Kirkland"}
+	for _, rule := range []it.IndexSharding{it.ShardByLeadingKey, it.ShardByHash} {
+		for _, strategy := range []it.Strategy{it.FullCopy, it.KeysOnly} {
+			t.Run(fmt.Sprintf("%v/%v", rule, strategy), func(t *testing.T) {
+				logs := make([]*scanLog, 4)
+				shards := make([]it.Store, len(logs))
+				for i := range logs {
+					logs[i] = &scanLog{Store: it.NewMemoryStore()}
+					shards[i] = logs[i]
+				}
+				s, err := it.NewShardedStore(shards, it.WithIndexSharding(rule))
+				require.NoError(t, err)
+				tbl, err := it.Open(ctx, s, it.Schema[shardedCustomer]{Name: "customers", PrimaryKey: []string{"ID"},
+					Indexes: []it.Index[shardedCustomer]{{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: strategy}}})
+				require.NoError(t, err)
+				var want []string
+				for i := range 40 {
+					c := shardedCustomer{ID: fmt.Sprintf("C%02d", i), Town: towns[i%4], LastName: fmt.Sprintf("L%02d", 39-i)}
+					_, err := tbl.Insert(ctx, c)
+					require.NoError(t, err)
+					if c.Town == "Redmond" {
+						want = append([]string{c.ID}, want...) // by LastName
+					}
+				}
+				for {
+					n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+					require.NoError(t, err)
+					if n == 0 {
+						break
+					}
+				}
+				for _, l := range logs {
+					l.reset()
+				}
+				var got []string
+				for c, err := range tbl.Find(ctx, it.Query{Index: "town_lastname", Eq: it.Tuple{"Redmond"}}) {
+					require.NoError(t, err)
+					got = append(got, c.ID)
+				}
+				require.Equal(t, want, got)
+
+				home, err := it.ShardFor(4, "Redmond")
+				require.NoError(t, err)
+				var scanned []int
+				fetched := 0
+				for i, l := range logs {
+					if l.scansOf(1) > 0 {
+						scanned = append(scanned, i)
+					}
+					for _, k := range l.gets {
+						require.Equal(t, i, s.ShardOf(k), "a record fetched from another shard than its own")
+						id := decodePrefix(k)[2]
+						want, err := it.ShardFor(4, id)
+						require.NoError(t, err)
+						require.Equal(t, want, i)
+						fetched++
+					}
+				}
+				if rule == it.ShardByLeadingKey {
+					require.Equal(t, []int{home}, scanned, "index shards scanned")
+				} else {
+					require.Equal(t, []int{0, 1, 2, 3}, scanned, "index shards scanned")
+				}
+				if strategy == it.KeysOnly {
+					require.Equal(t, len(want), fetched, "records fetched")
+				} else {
+					require.Zero(t, fetched, "a full-copy read fetches no record")
+				}
+			})
+		}
+	}
+}
+
+// TestShardedScanMatchesOneStore: scans of every shape (bounds, Limit,
+// After, Reverse) over keys of every space return from 4 shards what one
+// store holding the same keys returns, through pages of several sizes.
+func TestShardedScanMatchesOneStore(t *testing.T) {
+	ctx := context.Background()
+	for _, rule := range []it.IndexSharding{it.ShardByLeadingKey, it.ShardByHash} {
+		sharded := newShardedMemory(t, 4, it.WithIndexSharding(rule))
+		one := it.NewMemoryStore()
+		r := rand.New(rand.NewPCG(7, uint64(rule)))
+		var keys [][]byte
+		for i := range 3000 {
+			var k []byte
+			switch i % 6 {
+			case 0:
+				k = mustKey(t, "t", 0, r.IntN(500))
+			case 1:
+				k = mustKey(t, "t", 1, "ix", 1, names[r.IntN(len(names))], r.IntN(500))
+			case 2:
+				k = mustKey(t, "t", 5, "ix", 1, r.IntN(50), r.IntN(500))
+			case 3:
+				k = mustKey(t, "t", 3, r.IntN(500), r.IntN(9))
+			case 4:
+				k = mustKey(t, "u", 1, "ix", 2, r.IntN(30))
+			default:
+				k = fmt.Appendf(nil, "raw%05d", r.IntN(100000))
+			}
+			keys = append(keys, k)
+			for _, s := range []it.Store{sharded, one} {
+				var b it.Batch
+				b.Put(k, fmt.Appendf(nil, "v%d", i))
+				require.NoError(t, s.Apply(ctx, &b))
+			}
+		}
+		pick := func() []byte {
+			if r.IntN(5) == 0 {
+				return nil
+			}
+			k := keys[r.IntN(len(keys))]
+			return k[:r.IntN(len(k)+1)]
+		}
+		for range 400 {
+			sr := it.ScanRange{Start: pick(), End: pick(), Reverse: r.IntN(2) == 0, Limit: r.IntN(3) * r.IntN(200)}
+			if r.IntN(3) == 0 {
+				sr.After = pick()
+			}
+			require.Equal(t, dump(t, one.Scan(ctx, sr)), dump(t, sharded.Scan(ctx, sr)), "%+v", sr)
+		}
+		var b it.Batch
+		want, err := one.GetMany(ctx, keys[:500], nil)
+		require.NoError(t, err)
+		got, err := sharded.GetMany(ctx, keys[:500], [][]byte{[]byte("kept")})
+		require.NoError(t, err)
+		require.Equal(t, append([][]byte{[]byte("kept")}, want...), got)
+		b.Put(mustKey(t, "t", 0, 1), nil)
+		b.Put(mustKey(t, "t", 0, 2), nil)
+		if sharded.ShardOf(b.Ops()[0].Key) != sharded.ShardOf(b.Ops()[1].Key) {
+			require.ErrorIs(t, sharded.Apply(ctx, &b), it.ErrInvalidBatch)
+			require.Error(t, sharded.Atomicity().Allows(&b))
+		}
+	}
+}
+
+func dump(t *testing.T, seq iter.Seq2[it.Entry, error]) []string {
+	t.Helper()
+	var out []string
+	for e, err := range seq {
+		require.NoError(t, err)
+		out = append(out, string(e.Key)+"="+string(e.Value))
+	}
+	return out
 }

@@ -202,10 +202,20 @@ func TestBuildOnAPartitionedStore(t *testing.T) {
 }
 
 // TestRepairOnAPartitionedStore: fixes that span partitions are queued in
-// the records' partitions, and applied before Repair returns.
+// the records' partitions, and applied before Repair returns; on a
+// partitioned store and over 4 shards under each rule.
 func TestRepairOnAPartitionedStore(t *testing.T) {
+	for name, s := range map[string]it.Store{
+		"partitioned":     partitionedStore(it.NewMemoryStore()),
+		"sharded/leading": newShardedMemory(t, 4),
+		"sharded/hash":    newShardedMemory(t, 4, it.WithIndexSharding(it.ShardByHash)),
+	} {
+		t.Run(name, func(t *testing.T) { testRepairOnAPartitionedStore(t, s) })
+	}
+}
+
+func testRepairOnAPartitionedStore(t *testing.T, s it.Store) {
 	ctx := context.Background()
-	s := partitionedStore(it.NewMemoryStore())
 	tbl := openWith(t, s, indexByName("town"), intraIndexes[0])
 	for i, town := range []string{"R", "S", "T", "U"} {
 		_, err := tbl.Insert(ctx, person{ID: i + 1, Town: town, Score: 10 * i})
