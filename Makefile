@@ -55,3 +55,4 @@ examples:
 	$(GO) run ./examples/customers
 	$(GO) run ./examples/movies
 	$(GO) run ./examples/lifecycle
+	$(GO) run ./examples/sharded

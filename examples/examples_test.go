@@ -39,6 +39,22 @@ func TestPebbleRestart(t *testing.T) {
 			"  page 4: Redmond/Young, Seattle/Chen",
 		},
 	}, {
+		example: "sharded",
+		first: []string{
+			"Inserted 40 customers over 4 shards; the maintainer applied 40 queued changes to index shards.",
+			"Customers per shard (by a hash of the ID): 11 9 15 5",
+			// All of Redmond is on one index shard; its records on three.
+			"  index shards scanned: 1 (3); record fetches from shards: 3 (0 1 2); queue checked on shards: none; store lookups: 4",
+			"  index shards scanned: 4 (0 1 2 3); record fetches from shards: 4 (0 1 2 3); queue checked on shards: none; store lookups: 8",
+			"  page 5: C35, C40",
+			"Verify across the shards: 40 records and 120 index entries read, 0 findings",
+		},
+		second: []string{
+			"Found 40 customers from an earlier run, and their index tables.",
+			"Customers per shard (by a hash of the ID): 11 9 15 5",
+			"Verify across the shards: 40 records and 120 index entries read, 0 findings",
+		},
+	}, {
 		example: "movies",
 		first:   moviesFirst,
 		second:  moviesSecond,

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore"
@@ -44,6 +45,37 @@ func Main(run Run) { start("", run) }
 // string, and the example then keeps its data in the table named table, or
 // by -azure-table (default $INDEXTABLE_AZURE_TABLE).
 func MainAzure(table string, run Run) { start(table, run) }
+
+// MainShards is Main for an example over n shards: n in-memory stores, or,
+// with -pebble, n Pebble stores in the directory's subdirectories shard-0,
+// shard-1, and so on. The example closes the shards (a ShardedStore's Close
+// does).
+func MainShards(n int, run func(context.Context, []indextable.Store) error) {
+	dir := flag.String("pebble", os.Getenv(EnvDir),
+		"keep the data in Pebble stores in this directory's shard-N subdirectories (default $"+EnvDir+"; empty: in memory)")
+	flag.Parse()
+	shards := make([]indextable.Store, n)
+	for i := range shards {
+		if *dir == "" {
+			shards[i] = indextable.NewMemoryStore()
+			continue
+		}
+		s, err := pebblestore.Open(filepath.Join(*dir, fmt.Sprintf("shard-%d", i)), pebblestore.Options{})
+		if err != nil {
+			for _, s := range shards[:i] {
+				s.Close()
+			}
+			log.Fatal(err)
+		}
+		shards[i] = s
+	}
+	if *dir != "" {
+		fmt.Printf("Store: Pebble in %s, %d stores: shard-0 to shard-%d\n\n", *dir, n, n-1)
+	}
+	if err := run(context.Background(), shards); err != nil {
+		log.Fatal(err)
+	}
+}
 
 // start is Main, with the Azure flags when table is set.
 func start(table string, run Run) {
