@@ -29,7 +29,9 @@
 // with their record and stays in the write's transaction. Any
 // ordered key/value store can sit underneath by implementing Store;
 // MemoryStore, an in-memory B-tree, is the default, and package storetest
-// checks a Store implementation.
+// checks a Store implementation. A ShardedStore spreads a table over
+// several stores: records by a stable hash of their primary key, index
+// tables by their leading key (one-shard range reads) or by hash.
 //
 // Index definitions are kept in a catalog in the store: reopening a table
 // with a new, changed or removed index is detected, and a new index on a

@@ -313,3 +313,20 @@ func dump(t *testing.T, seq iter.Seq2[it.Entry, error]) []string {
 	}
 	return out
 }
+
+// The shard of a record among 4 is a function of its first primary key
+// component alone, the same in every process and version.
+func ExampleShardFor() {
+	for _, id := range []any{"C01", "C02", "Redmond", int64(1)} {
+		shard, err := it.ShardFor(4, id)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%#v: shard %d\n", id, shard)
+	}
+	// Output:
+	// "C01": shard 0
+	// "C02": shard 1
+	// "Redmond": shard 3
+	// 1: shard 2
+}
