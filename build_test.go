@@ -57,7 +57,7 @@ func TestBuildUnderConcurrentWriters(t *testing.T) {
 	t.Run("partitioned", func(t *testing.T) { testBuildUnderConcurrentWriters(t, partitionedStore, partitioned, 200) })
 	t.Run("sharded", func(t *testing.T) {
 		testBuildUnderConcurrentWriters(t, func(m *it.MemoryStore) it.Store {
-			s, err := it.NewShardedStore([]it.Store{m, it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+			s, err := it.OpenShardedStore(context.Background(), []it.Store{m, it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 			require.NoError(t, err)
 			return s
 		}, partitioned, 200)

@@ -500,6 +500,27 @@ func applyInPieces(ctx context.Context, s Store, b *Batch, before func() error) 
 		return s.Apply(ctx, b)
 	}
 	ops := b.Ops()
+	if part := s.Atomicity().Partition; part != nil {
+		// One piece per partition first (neighbouring keys may lie in
+		// different partitions, as on a ShardedStore), then halves.
+		var order []string
+		groups := map[string][]Op{}
+		for _, op := range ops {
+			p := string(part(op.Key))
+			if _, ok := groups[p]; !ok {
+				order = append(order, p)
+			}
+			groups[p] = append(groups[p], op)
+		}
+		if len(order) > 1 {
+			for _, p := range order {
+				if err := applyInPieces(ctx, s, &Batch{ops: groups[p]}, before); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	half := len(ops) / 2
 	for _, part := range [][]Op{ops[:half], ops[half:]} {
 		if err := applyInPieces(ctx, s, &Batch{ops: part}, before); err != nil {

@@ -329,7 +329,8 @@ const (
 	// As modeFallback, over a ShardedStore of 4 shards whose index tables
 	// are sharded by their leading key, or by hash. A write that changes
 	// the unique index commits when all its entries lie on its record's
-	// shard, and is refused otherwise.
+	// shard (seldom, beside six other indexes: TestUniqueIndexOverShards
+	// has that case), and is refused otherwise.
 	modeShardedLeading
 	modeShardedHash
 )

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -32,6 +34,7 @@ const (
 	ShardByHash
 )
 
+// String names the rule.
 func (r IndexSharding) String() string {
 	switch r {
 	case ShardByLeadingKey:
@@ -101,20 +104,25 @@ type ShardedStore struct {
 	closed atomic.Bool
 }
 
-// NewShardedStore returns a store spread over shards, which it owns: Close
-// closes them. The number and order of shards place every key, so a store
-// must always be reopened over the same shards in the same order.
-func NewShardedStore(shards []Store, opts ...ShardOption) (*ShardedStore, error) {
+// OpenShardedStore returns a store spread over shards, which it owns:
+// Close closes them (on an error the caller keeps them). The number and
+// order of shards and the index sharding rules place every key, so each
+// shard keeps a layout record of them, written the first time and hidden
+// from Get and Scan; opened again with another layout, OpenShardedStore
+// returns an error wrapping ErrInvalidSharding that says what differs.
+//
+// Do not nest ShardedStores: shards of shards would all use the same hash.
+func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) (*ShardedStore, error) {
 	if len(shards) == 0 || len(shards) > maxShards {
 		return nil, fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidSharding, len(shards), maxShards)
 	}
-	s := &ShardedStore{shards: shards, rules: map[string]map[string]IndexSharding{}}
+	s := &ShardedStore{shards: slices.Clone(shards), rules: map[string]map[string]IndexSharding{}}
 	for i, sh := range shards {
 		if sh == nil {
 			return nil, fmt.Errorf("%w: shard %d is nil", ErrInvalidSharding, i)
 		}
 		for j, prev := range shards[:i] {
-			if reflect.TypeOf(sh).Comparable() && reflect.TypeOf(prev) == reflect.TypeOf(sh) && prev == sh {
+			if v := reflect.ValueOf(sh); v.Comparable() && v.Equal(reflect.ValueOf(prev)) {
 				return nil, fmt.Errorf("%w: shards %d and %d are one store", ErrInvalidSharding, j, i)
 			}
 		}
@@ -133,7 +141,55 @@ func NewShardedStore(shards []Store, opts ...ShardOption) (*ShardedStore, error)
 	} else {
 		s.atom.Partition = s.partition
 	}
+	if err := s.checkLayout(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// layoutKey holds, on each shard, the layout record: which shard of how
+// many it is, and the index sharding rules. No tuple starts with 0xFF, so
+// no table's key is it.
+var layoutKey = []byte("\xff\xffindextable shard layout")
+
+// layout describes shard i of s's layout.
+func (s *ShardedStore) layout(i int) string {
+	var rules []string
+	for table, indexes := range s.rules {
+		t, _, _ := DecodeElement([]byte(table))
+		for index, rule := range indexes {
+			ix, _, _ := DecodeElement([]byte(index))
+			rules = append(rules, fmt.Sprintf(", index %q of table %q %v", ix, t, rule))
+		}
+	}
+	slices.Sort(rules)
+	return fmt.Sprintf("shard %d of %d; index tables %v%s", i, len(s.shards), s.rule, strings.Join(rules, ""))
+}
+
+// checkLayout compares every shard's layout record with s's layout, and
+// writes it on the shards that have none.
+func (s *ShardedStore) checkLayout(ctx context.Context) error {
+	var missing []int
+	for i, sh := range s.shards {
+		v, err := sh.Get(ctx, layoutKey)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			missing = append(missing, i)
+		case err != nil:
+			return fmt.Errorf("shard %d: layout: %w", i, err)
+		case string(v) != s.layout(i):
+			return fmt.Errorf("%w: shard %d was opened as %q, now as %q", ErrInvalidSharding, i, v, s.layout(i))
+		}
+	}
+	for _, i := range missing {
+		var b Batch
+		b.ExpectAbsent(layoutKey)
+		b.Put(layoutKey, []byte(s.layout(i)))
+		if err := s.shards[i].Apply(ctx, &b); err != nil {
+			return fmt.Errorf("shard %d: layout: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // maxShards bounds the shards of a ShardedStore, so that two bytes name one
@@ -151,7 +207,7 @@ func minBound(a, b int) int {
 // Shards returns the number of shards.
 func (s *ShardedStore) Shards() int { return len(s.shards) }
 
-// Shard returns shard i, as given to NewShardedStore.
+// Shard returns shard i, as given to OpenShardedStore.
 func (s *ShardedStore) Shard(i int) Store { return s.shards[i] }
 
 // ShardFor returns the shard, among n, of a record whose first primary key
@@ -160,8 +216,10 @@ func (s *ShardedStore) Shard(i int) Store { return s.shards[i] }
 // EncodeTuple). Both are fixed by their definitions, so records keep their
 // shards across processes, platforms and versions of this package. A
 // ShardByLeadingKey index entry lies on the shard ShardFor gives its first
-// key component. It returns an error wrapping ErrUnsupportedType if v
-// cannot be a key, and ErrInvalidSharding if n is not in 1..65536.
+// key component. Pass v as the type of its field: 1 as an int and 1 as a
+// float64 encode, and hash, differently. It returns an error wrapping
+// ErrUnsupportedType if v cannot be a key, and ErrInvalidSharding if n is
+// not in 1..65536.
 func ShardFor(n int, v any) (int, error) {
 	if n < 1 || n > maxShards {
 		return 0, fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidSharding, n, maxShards)
@@ -287,6 +345,9 @@ func (s *ShardedStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	if isLayout(key) {
+		return nil, fmt.Errorf("%w: the shard layout record", ErrNotFound)
+	}
 	return s.shards[s.ShardOf(key)].Get(ctx, key)
 }
 
@@ -306,7 +367,7 @@ func (s *ShardedStore) GetMany(ctx context.Context, keys [][]byte, dst [][]byte)
 			first = -1
 		}
 	}
-	if first >= 0 {
+	if first >= 0 && !slices.ContainsFunc(keys, isLayout) {
 		return s.shards[first].GetMany(ctx, keys, dst)
 	}
 	type lookup struct {
@@ -317,6 +378,9 @@ func (s *ShardedStore) GetMany(ctx context.Context, keys [][]byte, dst [][]byte)
 	}
 	lookups := make([]lookup, len(s.shards))
 	for i, k := range keys {
+		if isLayout(k) {
+			continue // absent
+		}
 		l := &lookups[of[i]]
 		l.at = append(l.at, i)
 		l.keys = append(l.keys, k)
@@ -332,20 +396,26 @@ func (s *ShardedStore) GetMany(ctx context.Context, keys [][]byte, dst [][]byte)
 		}
 	}
 	wg.Wait()
-	start := len(dst)
-	dst = append(dst, make([][]byte, len(keys))...)
 	var errs []error
 	for i, l := range lookups {
 		if l.err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", i, l.err))
-			continue
 		}
+	}
+	if len(errs) > 0 {
+		return dst, errors.Join(errs...)
+	}
+	start := len(dst)
+	dst = append(dst, make([][]byte, len(keys))...)
+	for _, l := range lookups {
 		for j, at := range l.at {
 			dst[start+at] = l.vals[j]
 		}
 	}
-	return dst, errors.Join(errs...)
+	return dst, nil
 }
+
+func isLayout(key []byte) bool { return bytes.Equal(key, layoutKey) }
 
 // Apply applies b on the one shard that holds its keys. A batch whose keys
 // lie on two shards returns an error wrapping ErrInvalidBatch.
@@ -356,10 +426,17 @@ func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
+	// Every shard is held to the tightest bounds, which Atomicity reports.
+	if err := (Atomicity{MaxOps: s.atom.MaxOps, MaxBytes: s.atom.MaxBytes}).Allows(b); err != nil {
+		return err
+	}
 	shard := s.ShardOf(b.ops[0].Key)
-	for _, op := range b.ops[1:] {
+	for _, op := range b.ops {
 		if i := s.ShardOf(op.Key); i != shard {
 			return fmt.Errorf("%w: keys on shards %d and %d, atomicity scope is one shard", ErrInvalidBatch, shard, i)
+		}
+		if isLayout(op.Key) {
+			return fmt.Errorf("%w: key %q is the shard layout record's", ErrInvalidBatch, op.Key)
 		}
 	}
 	return s.shards[shard].Apply(ctx, b)
@@ -391,7 +468,27 @@ func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, e
 		return func(yield func(Entry, error) bool) { yield(Entry{}, err) }
 	}
 	if i, ok := s.scanShard(r); ok {
-		return s.shards[i].Scan(ctx, r)
+		if (r.End != nil && bytes.Compare(r.End, layoutKey) <= 0) || bytes.Compare(r.Start, layoutKey) > 0 {
+			return s.shards[i].Scan(ctx, r) // a range without the layout record
+		}
+		return func(yield func(Entry, error) bool) {
+			limit := r.Limit
+			if limit > 0 {
+				r.Limit++ // one more, in case one is the layout record
+			}
+			n := 0
+			for e, err := range s.shards[i].Scan(ctx, r) {
+				if err == nil && isLayout(e.Key) {
+					continue
+				}
+				if !yield(e, err) {
+					return
+				}
+				if n++; n == limit {
+					return
+				}
+			}
+		}
 	}
 	return s.merge(ctx, r)
 }
@@ -451,7 +548,7 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 				p, ok := <-feeds[i]
 				if !ok {
 					live[i] = false
-					// A feed stops early only when ctx is done.
+					// A feed ends early only when ctx is done.
 					return ctx.Err()
 				}
 				if p.err != nil {
@@ -468,7 +565,7 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 				return
 			}
 		}
-		for n := 0; r.Limit == 0 || n < r.Limit; n++ {
+		for n := 0; r.Limit <= 0 || n < r.Limit; n++ {
 			best := -1
 			for i := range heads {
 				if len(heads[i].entries) == 0 {
@@ -501,6 +598,7 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 
 // feed sends the entries of r on st to out, a page at a time, until the
 // range or r.Limit is exhausted, an error, or ctx is done; then closes out.
+// It leaves the shard's layout record out.
 func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
 	defer close(out)
 	size := pageMin
@@ -513,13 +611,21 @@ func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
 		var p page
 		mem := make([]byte, 0, 1024) // the page's keys and values, one after another
 		var ends []int               // where each key, then each value, ends in mem
+		read := 0                    // entries read, the layout record included
+		var resume []byte            // the last key read
 		for e, err := range st.Scan(ctx, r) {
 			if err != nil {
 				p.err = err
 				break
 			}
+			read++
+			if isLayout(e.Key) {
+				resume = layoutKey
+				continue
+			}
 			mem = append(mem, e.Key...)
 			ends = append(ends, len(mem))
+			resume = mem[len(mem)-len(e.Key):]
 			mem = append(mem, e.Value...)
 			ends = append(ends, len(mem))
 		}
@@ -530,7 +636,6 @@ func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
 			p.entries[i] = Entry{Key: mem[start:k:k], Value: mem[k:v:v]}
 			start = v
 		}
-		full := p.err == nil && len(p.entries) == r.Limit
 		if len(p.entries) > 0 || p.err != nil {
 			select {
 			case out <- p:
@@ -538,15 +643,15 @@ func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
 				return
 			}
 		}
-		if !full {
+		if p.err != nil || read < r.Limit {
 			return
 		}
 		if left > 0 {
-			if left -= len(p.entries); left == 0 {
+			if left -= len(p.entries); left <= 0 {
 				return
 			}
 		}
-		r.After = p.entries[len(p.entries)-1].Key
+		r.After = bytes.Clone(resume)
 		size = min(2*size, pageMax)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -22,18 +23,18 @@ func newShardedMemory(t testing.TB, n int, opts ...it.ShardOption) *it.ShardedSt
 	for i := range shards {
 		shards[i] = countingstore.New(it.NewMemoryStore())
 	}
-	s, err := it.NewShardedStore(shards, opts...)
+	s, err := it.OpenShardedStore(context.Background(), shards, opts...)
 	require.NoError(t, err)
 	return s
 }
 
-// shardCounts returns what each shard of s has served.
-func shardCounts(s *it.ShardedStore) []countingstore.Counts {
-	out := make([]countingstore.Counts, s.Shards())
-	for i := range out {
-		out[i] = s.Shard(i).(*countingstore.Store).Counts()
-	}
-	return out
+// holder holds a store in an interface field, so its type is comparable
+// while its value may not be.
+type holder struct{ it.Store }
+
+type uncomparable struct {
+	*it.MemoryStore
+	_ []int
 }
 
 func TestShardedStore(t *testing.T) {
@@ -42,13 +43,18 @@ func TestShardedStore(t *testing.T) {
 			storetest.TestStore(t, func(t *testing.T) it.Store { return newShardedMemory(t, n) })
 		})
 	}
-	t.Run("bounded shards", func(t *testing.T) {
-		storetest.TestStore(t, func(t *testing.T) it.Store {
-			s, err := it.NewShardedStore([]it.Store{memBoundedStore{it.NewMemoryStore()}, memBoundedStore{it.NewMemoryStore()}, it.NewMemoryStore()})
-			require.NoError(t, err)
-			return s
+	// Every shard is held to the tightest bounds, whatever the order.
+	for name, unbounded := range map[string]int{"bounded shards first": 2, "bounded shards last": 0} {
+		t.Run(name, func(t *testing.T) {
+			storetest.TestStore(t, func(t *testing.T) it.Store {
+				shards := []it.Store{memBoundedStore{it.NewMemoryStore()}, memBoundedStore{it.NewMemoryStore()}}
+				shards = slices.Insert(shards, unbounded, it.Store(it.NewMemoryStore()))
+				s, err := it.OpenShardedStore(context.Background(), shards)
+				require.NoError(t, err)
+				return s
+			})
 		})
-	})
+	}
 }
 
 // TestModelSharded is the model test over 4 shards, under each rule of
@@ -58,7 +64,7 @@ func TestModelSharded(t *testing.T) {
 	t.Run("hash", func(t *testing.T) { testModel(t, &it.BinaryCodec{}, names, modeShardedHash) })
 }
 
-func TestNewShardedStoreRejects(t *testing.T) {
+func TestOpenShardedStoreRejects(t *testing.T) {
 	m := it.NewMemoryStore()
 	for name, c := range map[string]struct {
 		shards []it.Store
@@ -70,9 +76,11 @@ func TestNewShardedStoreRejects(t *testing.T) {
 		"too many":              {shards: make([]it.Store, 1<<16+1)},
 		"an unknown rule":       {shards: []it.Store{m}, opts: []it.ShardOption{it.WithIndexSharding(7)}},
 		"an unknown index rule": {shards: []it.Store{m}, opts: []it.ShardOption{it.WithShardedIndex("t", "i", 2)}},
+		// Stores whose values cannot be compared are told apart, not a panic.
+		"a repeat, uncomparable": {shards: []it.Store{m, holder{uncomparable{it.NewMemoryStore(), nil}}, holder{uncomparable{it.NewMemoryStore(), nil}}, m}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := it.NewShardedStore(c.shards, c.opts...)
+			_, err := it.OpenShardedStore(context.Background(), c.shards, c.opts...)
 			require.ErrorIs(t, err, it.ErrInvalidSharding)
 		})
 	}
@@ -179,7 +187,7 @@ func TestTownQueryTouchesOneIndexShard(t *testing.T) {
 					logs[i] = &scanLog{Store: it.NewMemoryStore()}
 					shards[i] = logs[i]
 				}
-				s, err := it.NewShardedStore(shards, it.WithIndexSharding(rule))
+				s, err := it.OpenShardedStore(context.Background(), shards, it.WithIndexSharding(rule))
 				require.NoError(t, err)
 				tbl, err := it.Open(ctx, s, it.Schema[shardedCustomer]{Name: "customers", PrimaryKey: []string{"ID"},
 					Indexes: []it.Index[shardedCustomer]{{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: strategy}}})
@@ -283,7 +291,7 @@ func TestShardedScanMatchesOneStore(t *testing.T) {
 			return k[:r.IntN(len(k)+1)]
 		}
 		for range 400 {
-			sr := it.ScanRange{Start: pick(), End: pick(), Reverse: r.IntN(2) == 0, Limit: r.IntN(3) * r.IntN(200)}
+			sr := it.ScanRange{Start: pick(), End: pick(), Reverse: r.IntN(2) == 0, Limit: r.IntN(3)*r.IntN(200) - r.IntN(2)}
 			if r.IntN(3) == 0 {
 				sr.After = pick()
 			}
@@ -329,4 +337,133 @@ func ExampleShardFor() {
 	// "C02": shard 1
 	// "Redmond": shard 3
 	// 1: shard 2
+}
+
+// TestShardLayoutIsKept: each shard keeps the layout it was opened with, out
+// of sight, and a store reopened over its shards in another order or count,
+// or with other index rules, is refused before it misplaces anything.
+func TestShardLayoutIsKept(t *testing.T) {
+	ctx := context.Background()
+	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	// A store over the same shards that does not close them.
+	open := func(shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
+		kept := make([]it.Store, len(shards))
+		for i, sh := range shards {
+			kept[i] = holder{sh}
+		}
+		return it.OpenShardedStore(ctx, kept, opts...)
+	}
+	s, err := open(mems, it.WithShardedIndex("customers", "lastname", it.ShardByHash))
+	require.NoError(t, err)
+	var b it.Batch
+	b.Put([]byte("k"), []byte("v"))
+	require.NoError(t, s.Apply(ctx, &b))
+	require.Equal(t, []string{"k=v"}, dump(t, s.Scan(ctx, it.ScanRange{})))
+	require.Equal(t, []string{"k=v"}, dump(t, s.Scan(ctx, it.ScanRange{Reverse: true, Limit: 1})))
+	layout := []byte("\xff\xffindextable shard layout")
+	_, err = s.Get(ctx, layout)
+	require.ErrorIs(t, err, it.ErrNotFound)
+	vals, err := s.GetMany(ctx, [][]byte{[]byte("k"), layout}, nil)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{[]byte("v"), nil}, vals)
+	b.Reset()
+	b.Put(layout, []byte("x"))
+	require.ErrorIs(t, s.Apply(ctx, &b), it.ErrInvalidBatch)
+	v, err := mems[1].Get(ctx, layout)
+	require.NoError(t, err)
+	require.Equal(t, `shard 1 of 3; index tables by leading key, index "lastname" of table "customers" by hash`, string(v))
+
+	_, err = open(mems, it.WithShardedIndex("customers", "lastname", it.ShardByHash))
+	require.NoError(t, err, "the same layout")
+	for name, c := range map[string]struct {
+		shards []it.Store
+		opts   []it.ShardOption
+	}{
+		"without the index rule": {shards: mems},
+		"another default rule":   {shards: mems, opts: []it.ShardOption{it.WithIndexSharding(it.ShardByHash), it.WithShardedIndex("customers", "lastname", it.ShardByHash)}},
+		"another order":          {shards: []it.Store{mems[1], mems[0], mems[2]}, opts: []it.ShardOption{it.WithShardedIndex("customers", "lastname", it.ShardByHash)}},
+		"a shard more":           {shards: append(slices.Clone(mems), it.NewMemoryStore()), opts: []it.ShardOption{it.WithShardedIndex("customers", "lastname", it.ShardByHash)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := open(c.shards, c.opts...)
+			require.ErrorIs(t, err, it.ErrInvalidSharding)
+		})
+	}
+}
+
+// TestUniqueIndexOverShards: a unique index that does not lead with the
+// primary key is kept only by writes whose record and entry share a shard;
+// the others are refused, and nothing of them is written. A taken key is a
+// violation wherever it lies.
+func TestUniqueIndexOverShards(t *testing.T) {
+	ctx := context.Background()
+	s := newShardedMemory(t, 4)
+	tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[person]{{Name: "email", Fields: []string{"Email"}, Unique: true}}})
+	require.NoError(t, err)
+	var fitted, refused, violations int
+	for id := range 40 {
+		email := fmt.Sprintf("e%d", id%20)
+		rec, err := it.ShardFor(4, int64(id))
+		require.NoError(t, err)
+		entry, err := it.ShardFor(4, email)
+		require.NoError(t, err)
+		taken := ownerOf(t, tbl, email) >= 0
+		_, err = tbl.Insert(ctx, person{ID: id, Email: email})
+		switch {
+		case taken: // wherever its entry lies
+			require.ErrorIs(t, err, it.ErrUniqueViolation)
+			violations++
+		case rec != entry:
+			require.ErrorIs(t, err, it.ErrInvalidBatch, "record on %d, entry on %d", rec, entry)
+			refused++
+		default:
+			require.NoError(t, err)
+			require.Equal(t, id, ownerOf(t, tbl, email))
+			fitted++
+		}
+		if err != nil {
+			_, err := tbl.Get(ctx, id)
+			require.ErrorIs(t, err, it.ErrNotFound, "a refused write wrote nothing")
+		}
+	}
+	t.Logf("fitted %d, refused %d, violations %d", fitted, refused, violations)
+	require.Positive(t, fitted)
+	require.Positive(t, refused)
+	require.Positive(t, violations)
+}
+
+// ownerOf returns the ID of the record with email, or -1.
+func ownerOf(t *testing.T, tbl *it.Table[person], email string) int {
+	t.Helper()
+	got := collect(t, tbl, it.Query{Index: "email", Eq: it.Tuple{email}})
+	if len(got) == 0 {
+		return -1
+	}
+	require.Len(t, got, 1)
+	return got[0].ID
+}
+
+// TestDropOnShardsIsOneBatchPerShard: dropping an index deletes its entries
+// in a batch per shard, not key by key, though neighbouring keys lie on
+// different shards.
+func TestDropOnShardsIsOneBatchPerShard(t *testing.T) {
+	ctx := context.Background()
+	s := newShardedMemory(t, 4)
+	tbl := openWith(t, s, indexByName("town"))
+	for i := range 500 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: fmt.Sprint(i)})
+		require.NoError(t, err)
+	}
+	catchUp(t, tbl)
+	applies := func() (n int64) {
+		for i := range s.Shards() {
+			n += s.Shard(i).(*countingstore.Store).Counts().Applies
+		}
+		return n
+	}
+	before := applies()
+	openWith(t, s) // drops the town index
+	require.LessOrEqual(t, applies()-before, int64(12))
+	require.Empty(t, dump(t, s.Scan(ctx, it.ScanRange{Start: mustKey(t, "people", 1), End: mustKey(t, "people", 2)})))
 }

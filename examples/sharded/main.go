@@ -50,7 +50,7 @@ func run(ctx context.Context, stores []indextable.Store) error {
 	}
 	// The LastName index is sharded by hash, to spread a common name; the
 	// others by their leading key, Town.
-	store, err := indextable.NewShardedStore(stores,
+	store, err := indextable.OpenShardedStore(ctx, stores,
 		indextable.WithShardedIndex("customers", "lastname", indextable.ShardByHash))
 	if err != nil {
 		return err
