@@ -519,33 +519,46 @@ type page struct {
 }
 
 const (
-	pageMin = 64
-	pageMax = 1024
+	pageMin   = 64
+	pageMax   = 1024
+	pageSlack = 8 // beyond a shard's share of a limit, in its first page
 )
 
 // merge scans r on every shard at once and yields their entries in order.
-// Each shard is read by a goroutine in pages, one page ahead of the merge,
-// so no shard's scan stays open while the loop body runs.
+// Each shard is read by a goroutine in pages: the first pages of all
+// shards at once, then a shard's next page when the merge has used its
+// last, so no shard's scan stays open while the loop body runs and no
+// shard reads far beyond what the merge yields.
 func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		fctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		defer cancel()
-		feeds := make([]chan page, len(s.shards))
+		// A first page of a limited scan holds a shard's share and some.
+		first := pageMin
+		if r.Limit > 0 {
+			first = min(r.Limit, r.Limit/len(s.shards)+pageSlack, pageMax)
+		}
+		feeds := make([]feeder, len(s.shards))
 		for i, sh := range s.shards {
-			feeds[i] = make(chan page, 1)
+			f := feeder{pages: make(chan page), more: make(chan struct{}, 1)}
+			feeds[i] = f
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				feed(fctx, sh, r, feeds[i])
+				f.run(fctx, sh, r, first)
 			}()
 		}
 		heads := make([]page, len(feeds)) // each feed's current page, consumed from the front
 		live := make([]bool, len(feeds))
-		next := func(i int) error {
+		next := func(i int, started bool) error {
 			for len(heads[i].entries) == 0 && live[i] {
-				p, ok := <-feeds[i]
+				if started {
+					feeds[i].more <- struct{}{}
+				}
+				started = true
+				p, ok := <-feeds[i].pages
 				if !ok {
 					live[i] = false
 					// A feed ends early only when ctx is done.
@@ -560,7 +573,7 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 		}
 		for i := range feeds {
 			live[i] = true
-			if err := next(i); err != nil {
+			if err := next(i, false); err != nil {
 				yield(Entry{}, err)
 				return
 			}
@@ -588,7 +601,7 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 			if !yield(e, nil) {
 				return
 			}
-			if err := next(best); err != nil {
+			if err := next(best, true); err != nil {
 				yield(Entry{}, err)
 				return
 			}
@@ -596,12 +609,18 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 	}
 }
 
-// feed sends the entries of r on st to out, a page at a time, until the
-// range or r.Limit is exhausted, an error, or ctx is done; then closes out.
-// It leaves the shard's layout record out.
-func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
-	defer close(out)
-	size := pageMin
+// A feeder reads one shard's part of a merged scan.
+type feeder struct {
+	pages chan page     // the pages, in order; closed after the last
+	more  chan struct{} // the merge wants the next page
+}
+
+// run sends the entries of r on st, a page at a time, the first of size
+// entries, each next one when asked, until the range or r.Limit is
+// exhausted, an error, or ctx is done; then closes the pages. It leaves the
+// shard's layout record out.
+func (f feeder) run(ctx context.Context, st Store, r ScanRange, size int) {
+	defer close(f.pages)
 	left := r.Limit
 	for {
 		r.Limit = size
@@ -609,10 +628,10 @@ func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
 			r.Limit = min(size, left)
 		}
 		var p page
-		mem := make([]byte, 0, 1024) // the page's keys and values, one after another
-		var ends []int               // where each key, then each value, ends in mem
-		read := 0                    // entries read, the layout record included
-		var resume []byte            // the last key read
+		var mem []byte    // the page's keys and values, one after another
+		var ends []int    // where each key, then each value, ends in mem
+		read := 0         // entries read, the layout record included
+		var resume []byte // the last key read
 		for e, err := range st.Scan(ctx, r) {
 			if err != nil {
 				p.err = err
@@ -622,6 +641,9 @@ func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
 			if isLayout(e.Key) {
 				resume = layoutKey
 				continue
+			}
+			if mem == nil {
+				mem = make([]byte, 0, 1024) // so that no key or value is nil
 			}
 			mem = append(mem, e.Key...)
 			ends = append(ends, len(mem))
@@ -636,15 +658,26 @@ func feed(ctx context.Context, st Store, r ScanRange, out chan<- page) {
 			p.entries[i] = Entry{Key: mem[start:k:k], Value: mem[k:v:v]}
 			start = v
 		}
-		if len(p.entries) > 0 || p.err != nil {
+		if p.err != nil || read < r.Limit {
+			if len(p.entries) > 0 || p.err != nil {
+				select {
+				case f.pages <- p:
+				case <-ctx.Done():
+				}
+			}
+			return
+		}
+		if len(p.entries) > 0 {
 			select {
-			case out <- p:
+			case f.pages <- p:
 			case <-ctx.Done():
 				return
 			}
-		}
-		if p.err != nil || read < r.Limit {
-			return
+			select {
+			case <-f.more:
+			case <-ctx.Done():
+				return
+			}
 		}
 		if left > 0 {
 			if left -= len(p.entries); left <= 0 {
