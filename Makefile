@@ -11,7 +11,7 @@ FUZZTIME ?= 30s
 AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
 PACKAGES = ./... ./pebblestore/... ./examples/... $(AZSTORE)
 
-.PHONY: test azurite bench bench-pebble bench-azurite fuzz lint examples
+.PHONY: test azurite bench bench-pebble bench-azurite bench-sharded fuzz lint examples
 
 # vet, then every test of every module with the race detector (under Azurite
 # when the Azure store exists).
@@ -37,6 +37,11 @@ bench-pebble:
 # The Azure Table store's writes, range reads and gets on Azurite, in one run (about 2 minutes).
 bench-azurite:
 	scripts/azurite $(GO) test -run='^$$' -bench=Azurite -benchmem -benchtime=400x -count=5 ./azstore/
+
+# A ShardedStore of 4 memory shards under each index rule against one memory store, in one run
+# (about 30 seconds).
+bench-sharded:
+	$(GO) test -run='^$$' -bench=BenchmarkSharded -benchmem -benchtime=10000x -count=5 .
 
 # Each fuzz target (the core's and the Azure key encoding's) for FUZZTIME.
 fuzz:
