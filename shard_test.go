@@ -201,13 +201,7 @@ func TestTownQueryTouchesOneIndexShard(t *testing.T) {
 						want = append([]string{c.ID}, want...) // by LastName
 					}
 				}
-				for {
-					n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
-					require.NoError(t, err)
-					if n == 0 {
-						break
-					}
-				}
+				catchUp(t, tbl)
 				for _, l := range logs {
 					l.reset()
 				}
