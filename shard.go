@@ -472,12 +472,12 @@ func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, e
 			return s.shards[i].Scan(ctx, r) // a range without the layout record
 		}
 		return func(yield func(Entry, error) bool) {
-			limit := r.Limit
+			limit, sr := r.Limit, r // r stays as it is, for the next range over it
 			if limit > 0 {
-				r.Limit++ // one more, in case one is the layout record
+				sr.Limit++ // one more, in case one is the layout record
 			}
 			n := 0
-			for e, err := range s.shards[i].Scan(ctx, r) {
+			for e, err := range s.shards[i].Scan(ctx, sr) {
 				if err == nil && isLayout(e.Key) {
 					continue
 				}
@@ -512,7 +512,7 @@ func (s *ShardedStore) scanShard(r ScanRange) (int, bool) {
 	return i, r.End != nil && bytes.Compare(r.End, tupleEnd(bytes.Clone(prefix))) <= 0
 }
 
-// A page is up to pageMax entries of one shard's scan, copied.
+// A page is a run of one shard's scan, copied: at most pageMax entries.
 type page struct {
 	entries []Entry
 	err     error
@@ -561,10 +561,12 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 				p, ok := <-feeds[i].pages
 				if !ok {
 					live[i] = false
-					// A feed ends early only when ctx is done.
+					// A feed closes at its end, or early when ctx is done.
 					return ctx.Err()
 				}
 				if p.err != nil {
+					// The page's entries are dropped: they may sort after
+					// entries of other shards not yet read.
 					return fmt.Errorf("shard %d: %w", i, p.err)
 				}
 				heads[i] = p
@@ -598,8 +600,8 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 			}
 			e := heads[best].entries[0]
 			heads[best].entries = heads[best].entries[1:]
-			if !yield(e, nil) {
-				return
+			if !yield(e, nil) || n+1 == r.Limit {
+				return // and read no page beyond the limit
 			}
 			if err := next(best, true); err != nil {
 				yield(Entry{}, err)

@@ -461,3 +461,51 @@ func TestDropOnShardsIsOneBatchPerShard(t *testing.T) {
 	require.LessOrEqual(t, applies()-before, int64(12))
 	require.Empty(t, dump(t, s.Scan(ctx, it.ScanRange{Start: mustKey(t, "people", 1), End: mustKey(t, "people", 2)})))
 }
+
+// TestShardedScanReadsNoFurther: a merged scan whose Limit the first pages
+// fill asks no shard for another page, and a scan's range is the same each
+// time it is ranged over.
+func TestShardedScanReadsNoFurther(t *testing.T) {
+	ctx := context.Background()
+	s := newShardedMemory(t, 2)
+	put := func(k []byte) {
+		var b it.Batch
+		b.Put(k, k)
+		require.NoError(t, s.Apply(ctx, &b))
+	}
+	// With Limit 40 a shard's first page is 28 entries: the 40th key is
+	// the 28th of shard 0, and 12 of shard 1 come before it.
+	var on [2]int
+	for i := 0; on[0] < 28+50 || on[1] < 12+50; i++ {
+		k := fmt.Appendf(nil, "k%05d", i)
+		sh := s.ShardOf(k)
+		if on[0] < 28 && sh == 1 && on[1] == 12 {
+			continue
+		}
+		put(k)
+		on[sh]++
+	}
+	scans := func() (n [2]int64) {
+		for i := range n {
+			n[i] = s.Shard(i).(*countingstore.Store).Counts().Scans
+		}
+		return n
+	}
+	before := scans()
+	seq := s.Scan(ctx, it.ScanRange{Limit: 40})
+	first := dump(t, seq)
+	require.Len(t, first, 40)
+	after := scans()
+	require.Equal(t, [2]int64{1, 1}, [2]int64{after[0] - before[0], after[1] - before[1]}, "scans of each shard")
+	require.Equal(t, first, dump(t, seq), "ranged again")
+
+	one := newShardedMemory(t, 1)
+	for _, k := range []string{"a", "b", "c"} {
+		var b it.Batch
+		b.Put([]byte(k), nil)
+		require.NoError(t, one.Apply(ctx, &b))
+	}
+	seq = one.Scan(ctx, it.ScanRange{Limit: 2})
+	require.Len(t, dump(t, seq), 2)
+	require.Len(t, dump(t, seq), 2, "ranged again")
+}
