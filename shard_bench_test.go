@@ -278,3 +278,22 @@ func BenchmarkSharded(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShardOf is what deriving a record's shard from its key costs a
+// read: the FNV-1a and Jump Consistent Hash of its first primary key
+// component, found by walking the key's first elements.
+func BenchmarkShardOf(b *testing.B) {
+	s, err := it.OpenShardedStore(context.Background(), []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := it.EncodeTuple("customers", 0, "C0012345")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s.ShardOf(key)
+	}
+}
