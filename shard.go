@@ -158,6 +158,9 @@ func (s *ShardedStore) layout(i int) string {
 	for table, indexes := range s.rules {
 		t, _, _ := DecodeElement([]byte(table))
 		for index, rule := range indexes {
+			if rule == s.rule {
+				continue // places as the default does
+			}
 			ix, _, _ := DecodeElement([]byte(index))
 			rules = append(rules, fmt.Sprintf(", index %q of table %q %v", ix, t, rule))
 		}

@@ -369,6 +369,8 @@ func TestShardLayoutIsKept(t *testing.T) {
 
 	_, err = open(mems, it.WithShardedIndex("customers", "lastname", it.ShardByHash))
 	require.NoError(t, err, "the same layout")
+	_, err = open(mems, it.WithShardedIndex("customers", "lastname", it.ShardByHash), it.WithShardedIndex("customers", "town", it.ShardByLeadingKey))
+	require.NoError(t, err, "the same layout, with a rule that is the default")
 	for name, c := range map[string]struct {
 		shards []it.Store
 		opts   []it.ShardOption
