@@ -9,9 +9,9 @@ FUZZTIME ?= 30s
 # store's module (azstore) joins them once it exists; its tests need Azurite,
 # which scripts/azurite installs (pinned npm package), starts and stops.
 AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
-PACKAGES = ./... ./pebblestore/... ./examples/... $(AZSTORE)
+PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... $(AZSTORE)
 
-.PHONY: test azurite bench bench-pebble bench-azurite bench-sharded fuzz lint examples
+.PHONY: test azurite bench bench-pebble bench-azurite bench-sharded bench-compare fuzz lint examples
 
 # vet, then every test of every module with the race detector (under Azurite
 # when the Azure store exists).
@@ -42,6 +42,14 @@ bench-azurite:
 # (about 30 seconds).
 bench-sharded:
 	$(GO) test -run='^$$' -bench=BenchmarkSharded -benchmem -benchtime=10000x -count=5 .
+
+# This library against go-memdb, buntdb and google/btree by hand (the floor), one workload of
+# 100,000 customers, in one run (a few minutes); writes bench/results.md, a table of medians and
+# ratios to the floor with the targets checked.
+bench-compare:
+	cd bench && $(GO) test -run='^$$' -bench=Compare -benchmem -benchtime=20000x -count=5 . > compare.out
+	cd bench && $(GO) run ./cmd/benchtable < compare.out > results.md
+	cat bench/results.md
 
 # Each fuzz target (the core's and the Azure key encoding's) for FUZZTIME.
 fuzz:
