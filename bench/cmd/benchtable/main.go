@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -22,32 +23,51 @@ var ops = []string{"insert", "update", "lookup", "range100", "get"}
 
 // A line such as
 // BenchmarkCompare/floor/lookup-2  20000  312.5 ns/op  0 B/op  0 allocs/op
-var line = regexp.MustCompile(`^BenchmarkCompare/([^/\s]+)/([^/\s]+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+// (or BenchmarkScaling/100000/lookup-2 ..., whose system is its size).
+var line = regexp.MustCompile(`^Benchmark(Compare|Scaling)/([^/\s]+)/([^/\s]+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
 // results holds, by system and operation, each run's value of each unit.
 type results map[string]map[string]map[string][]float64
 
 func main() {
-	res, order, err := parse(os.Stdin)
+	in, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if len(order) == 0 || order[0] != "floor" {
-		log.Fatal("benchtable: no BenchmarkCompare/floor results in the input")
+	res, order, err := parse(bytes.NewReader(in), "Compare")
+	if err != nil {
+		log.Fatal(err)
 	}
-	write(os.Stdout, res, order)
+	scale, sizes, err := parse(bytes.NewReader(in), "Scaling")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if len(order) == 0 && len(sizes) == 0 {
+		log.Fatal("benchtable: no BenchmarkCompare or BenchmarkScaling results in the input")
+	}
+	if len(order) > 0 {
+		if order[0] != "floor" {
+			log.Fatal("benchtable: no BenchmarkCompare/floor results in the input")
+		}
+		write(os.Stdout, res, order)
+	}
+	if len(sizes) > 0 {
+		writeScaling(os.Stdout, scale, sizes)
+	}
 }
 
-func parse(r io.Reader) (results, []string, error) {
+// parse reads the results of benchmark Benchmark+name, and the order in
+// which their systems first appear.
+func parse(r io.Reader, name string) (results, []string, error) {
 	res := results{}
 	var order []string
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		m := line.FindStringSubmatch(sc.Text())
-		if m == nil {
+		if m == nil || m[1] != name {
 			continue
 		}
-		sys, op, fields := m[1], m[2], strings.Fields(m[3])
+		sys, op, fields := m[2], m[3], strings.Fields(m[4])
 		if res[sys] == nil {
 			res[sys] = map[string]map[string][]float64{}
 			order = append(order, sys)
@@ -177,4 +197,35 @@ func targets(r results, order []string) []target {
 		}
 	}
 	return out
+}
+
+// writeScaling writes the medians of BenchmarkScaling by operation and
+// size, each with its growth over the size before, and how many times an
+// indexed lookup beats a scan of the fact table.
+func writeScaling(w io.Writer, r results, sizes []string) {
+	fmt.Fprintf(w, "\n| operation | %s |\n|---|%s\n", strings.Join(sizes, " | "), strings.Repeat("---|", len(sizes)))
+	for _, op := range []string{"get", "floor-get", "lookup", "floor-lookup", "range100", "floor-range100", "insert", "scan-lookup"} {
+		cells := []string{op}
+		for i, size := range sizes {
+			ns := r.med(size, op, "ns/op")
+			cell := duration(ns)
+			if prev := r.med(sizesAt(sizes, i-1), op, "ns/op"); i > 0 && prev > 0 {
+				cell += fmt.Sprintf(" (x%.2f)", ns/prev)
+			}
+			cells = append(cells, cell)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	cells := []string{"lookup speedup over the scan"}
+	for _, size := range sizes {
+		cells = append(cells, fmt.Sprintf("%.0fx", r.med(size, "scan-lookup", "ns/op")/r.med(size, "lookup", "ns/op")))
+	}
+	fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+}
+
+func sizesAt(sizes []string, i int) string {
+	if i < 0 {
+		return ""
+	}
+	return sizes[i]
 }

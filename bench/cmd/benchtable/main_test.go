@@ -22,7 +22,7 @@ PASS
 `
 
 func TestTable(t *testing.T) {
-	res, order, err := parse(strings.NewReader(sample))
+	res, order, err := parse(strings.NewReader(sample), "Compare")
 	require.NoError(t, err)
 	require.Equal(t, []string{"floor", "indextable-keys-only", "go-memdb"}, order)
 	require.Equal(t, 200.0, res.med("floor", "lookup", "ns/op"), "the median of three runs")
@@ -39,4 +39,21 @@ func TestTable(t *testing.T) {
 		require.Contains(t, got, want)
 	}
 	require.NotContains(t, got, "buntdb", "a system that did not run has no target")
+}
+
+func TestScalingTable(t *testing.T) {
+	in := `BenchmarkScaling/10000/get-2   100  100 ns/op
+BenchmarkScaling/10000/lookup-2   100  200 ns/op
+BenchmarkScaling/10000/scan-lookup-2   100  20000 ns/op
+BenchmarkScaling/100000/get-2   100  150 ns/op
+BenchmarkScaling/100000/lookup-2   100  300 ns/op
+BenchmarkScaling/100000/scan-lookup-2   100  300000 ns/op
+`
+	res, sizes, err := parse(strings.NewReader(in), "Scaling")
+	require.NoError(t, err)
+	require.Equal(t, []string{"10000", "100000"}, sizes)
+	var out strings.Builder
+	writeScaling(&out, res, sizes)
+	require.Contains(t, out.String(), "| get | 100 ns | 150 ns (x1.50) |")
+	require.Contains(t, out.String(), "| lookup speedup over the scan | 100x | 1000x |")
 }
