@@ -59,17 +59,7 @@ func TestShardedOnAzure(t *testing.T) {
 			require.NoError(t, err, "insert %s", c.ID)
 			model[c.ID] = c
 		}
-		for pass := 0; ; pass++ {
-			require.Less(t, pass, 100, "the maintainer does not catch up")
-			n, err := tbl.ApplyPending(ctx, indextable.MaintainerOptions{})
-			require.NoError(t, err)
-			if n == 0 {
-				break
-			}
-		}
-		lag, err := tbl.Lag(ctx)
-		require.NoError(t, err)
-		require.Zero(t, lag.Pending)
+		drain(t, tbl)
 
 		// Every shard holds records, each on the shard of its ID.
 		for i := range s.Shards() {

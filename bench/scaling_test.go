@@ -47,17 +47,16 @@ func BenchmarkScaling(b *testing.B) {
 // scaleOps times the operations on s, named with prefix; the floor's
 // (prefix "floor-") only the reads the library's are compared with.
 func scaleOps(b *testing.B, s System, data []Customer, prefix string) {
-	pick := func(i int) Customer { return data[(i*7919)%len(data)] }
 	b.Run(prefix+"get", func(b *testing.B) {
 		for i := range b.N {
-			if _, err := s.Get(pick(i).ID); err != nil {
+			if _, err := s.Get(spread(data, i).ID); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run(prefix+"lookup", func(b *testing.B) {
 		for i := range b.N {
-			c := pick(i)
+			c := spread(data, i)
 			if err := s.Lookup(c.Town, c.LastName, func(Customer) {}); err != nil {
 				b.Fatal(err)
 			}
@@ -75,7 +74,7 @@ func scaleOps(b *testing.B, s System, data []Customer, prefix string) {
 	}
 	b.Run("scan-lookup", func(b *testing.B) {
 		for i := range b.N {
-			c, n := pick(i), 0
+			c, n := spread(data, i), 0
 			err := s.Scan(func(r Customer) {
 				if r.Town == c.Town && r.LastName == c.LastName {
 					n++
@@ -87,17 +86,5 @@ func scaleOps(b *testing.B, s System, data []Customer, prefix string) {
 		}
 	})
 	next := len(data)
-	b.Run("insert", func(b *testing.B) {
-		fresh := make([]Customer, b.N)
-		for i := range fresh {
-			fresh[i] = NewCustomer(next)
-			next++
-		}
-		b.ResetTimer()
-		for _, c := range fresh {
-			if err := s.Insert(c); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("insert", func(b *testing.B) { timeInserts(b, s, &next) })
 }
