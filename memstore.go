@@ -59,7 +59,7 @@ const (
 )
 
 var (
-	_ Store = (*MemoryStore)(nil)
+	_ StableStore = (*MemoryStore)(nil)
 
 	errMemClosed   = fmt.Errorf("memory store: %w", ErrClosed)
 	errMemNotFound = fmt.Errorf("memory store: %w", ErrNotFound)
@@ -255,6 +255,10 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 	}
 	return nil
 }
+
+// StableValues returns true: Apply copies what it stores into memory that
+// is never written again, so what reads return may be kept (StableStore).
+func (m *MemoryStore) StableValues() bool { return true }
 
 // Atomicity returns the zero Atomicity: any batch applies atomically.
 func (m *MemoryStore) Atomicity() Atomicity { return Atomicity{} }

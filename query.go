@@ -544,7 +544,7 @@ func (f *fetcher[T]) decodeOwner(fact, entryKey, pk []byte, rec *T) (bool, error
 	}
 	_, payload, err := splitFact(fact)
 	if err == nil {
-		err = f.t.codec.Unmarshal(payload, rec)
+		err = f.t.decodeStored(payload, rec)
 	}
 	if err != nil {
 		return false, fmt.Errorf("table %q: decode record: %w", f.t.name, err)
@@ -635,7 +635,7 @@ func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
 		_, payload, err = ix.splitEntry(e.Key, e.Value, len(t.pk))
 	}
 	if err == nil {
-		err = t.codec.Unmarshal(payload, rec)
+		err = t.decodeStored(payload, rec)
 	}
 	if err != nil {
 		return fmt.Errorf("table %q: decode record: %w", t.name, err)
@@ -644,25 +644,30 @@ func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
 }
 
 // decodeCovered fills rv with what an index entry holds: the primary key,
-// the single-valued key fields and the projection. The entry is copied once,
-// into a string that the decoded strings are cut from.
+// the single-valued key fields and the projection. Decoded strings are cut
+// from the entry: from the store's own memory when it may be kept, else from
+// one copy of it.
 func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.Value) error {
-	buf := make([]byte, len(key)+len(value))
-	copy(buf[copy(buf, key):], value)
-	s := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+	if !t.stable {
+		buf := make([]byte, len(key)+len(value))
+		copy(buf[copy(buf, key):], value)
+		key, value = buf[:len(key):len(key)], buf[len(key):]
+	}
 	// The primary key is in a unique entry's value, before the payload;
-	// otherwise at the end of the key, after the key fields.
-	pkOff, payloadOff := 0, len(key)
+	// otherwise at the end of the key, after the key fields. Each part is
+	// decoded within its own bounds: a string element ends with 0x00, and a
+	// 0xFF after it would read as an escaped zero.
+	pkIn, pkOff, payload := key, 0, value
 	if ix.unique {
-		pk, payload, err := ix.splitUnique(value)
+		pk, rest, err := ix.splitUnique(value)
 		if err != nil {
 			return err
 		}
-		payloadOff = len(buf) - len(payload)
-		pkOff = payloadOff - len(pk)
+		pkIn, payload = value[:len(value)-len(rest)], rest
+		pkOff = len(pkIn) - len(pk)
 	}
 	if ix.fields != nil {
-		end, err := decodeFields(s[:len(key)], buf[:len(key)], len(ix.prefix), rv, ix.fields)
+		end, err := decodeFields(bytesString(key), key, len(ix.prefix), rv, ix.fields)
 		if err != nil {
 			return err
 		}
@@ -678,24 +683,22 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 		}
 		pkOff = len(key) - len(pk)
 	}
-	// Each part is decoded within its own bounds: a string element ends
-	// with 0x00, and a 0xFF after it would read as an escaped zero.
-	pkEnd := len(key)
-	if ix.unique {
-		pkEnd = payloadOff
-	}
-	end, err := decodeFields(s[:pkEnd], buf[:pkEnd], pkOff, rv, t.pk)
+	end, err := decodeFields(bytesString(pkIn), pkIn, pkOff, rv, t.pk)
 	if err != nil {
 		return err
 	}
-	if end != pkEnd {
-		return fmt.Errorf("%w: index %q: %d bytes after the primary key", ErrMalformedKey, ix.name, pkEnd-end)
+	if end != len(pkIn) {
+		return fmt.Errorf("%w: index %q: %d bytes after the primary key", ErrMalformedKey, ix.name, len(pkIn)-end)
 	}
 	if ix.strategy == Partial {
-		return ix.proj.decodePayload(s[payloadOff:], rv, t.codec)
+		return ix.proj.decodePayload(bytesString(payload), rv, t.codec)
 	}
 	return nil
 }
+
+// bytesString returns b as a string that shares its memory; b must never be
+// written again.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // decodeFields decodes consecutive tuple elements from b[off:] into the
 // fields of rv, skipping multi-valued fields and fields behind a nil

@@ -54,6 +54,17 @@ type Store interface {
 	Close() error
 }
 
+// StableStore is implemented by a Store whose returned memory is never
+// modified or reused: every value of Get and GetMany and every Key and Value
+// that Scan yields may be kept for good. Tables then decode records whose
+// strings share that memory instead of copying it. MemoryStore is one.
+type StableStore interface {
+	Store
+	// StableValues reports whether returned memory may be kept (a wrapper
+	// reports what the store it wraps does).
+	StableValues() bool
+}
+
 // Store errors. Implementations wrap them with what was wrong.
 var (
 	// ErrNotFound reports that a key, or a record, does not exist.

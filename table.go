@@ -73,6 +73,8 @@ type Table[T any] struct {
 	store      Store
 	name       string
 	codec      Codec
+	inPlace    stringUnmarshaler // the codec, when it can decode in place
+	stable     bool              // the store's values may be kept (StableStore)
 	rtype      reflect.Type
 	pk         []field
 	prefix     []byte // of every key of the table
@@ -106,6 +108,10 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	t := &Table[T]{store: store, name: schema.Name, codec: schema.Codec, rtype: rt, wake: make(chan struct{}, 1)}
 	if t.codec == nil {
 		t.codec = JSONCodec{}
+	}
+	t.inPlace, _ = t.codec.(stringUnmarshaler)
+	if s, ok := store.(StableStore); ok {
+		t.stable = s.StableValues()
 	}
 	t.prefix = appendString(nil, schema.Name)
 	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
@@ -209,7 +215,7 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 	}
 	payload := fact[binary.MaxVarintLen64:]
 	stored := new(T)
-	if err := t.codec.Unmarshal(payload, stored); err != nil {
+	if err := t.decodeKept(payload, stored); err != nil {
 		return 0, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
 	}
 	sv := reflect.ValueOf(stored).Elem()
@@ -397,7 +403,7 @@ func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([
 		return nil, nil
 	}
 	var rec T
-	if err := t.codec.Unmarshal(payload, &rec); err != nil {
+	if err := t.decodeStored(payload, &rec); err != nil {
 		return nil, fmt.Errorf("table %q: decode record %v: %w", t.name, decodeForError(pk), err)
 	}
 	entries, err := t.indexes.entries(reflect.ValueOf(&rec).Elem(), pk, payload, t.codec, want)
@@ -405,6 +411,25 @@ func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([
 		return nil, fmt.Errorf("table %q: %w", t.name, err)
 	}
 	return entries, nil
+}
+
+// decodeKept decodes into rec a payload that stays unmodified for as long
+// as rec may live; a codec that can decodes strings that share its memory,
+// saving a copy.
+func (t *Table[T]) decodeKept(payload []byte, rec *T) error {
+	if t.inPlace != nil {
+		return t.inPlace.unmarshalString(bytesString(payload), rec)
+	}
+	return t.codec.Unmarshal(payload, rec)
+}
+
+// decodeStored decodes into rec a payload read from the store: in place
+// when the store's values may be kept, else from a copy.
+func (t *Table[T]) decodeStored(payload []byte, rec *T) error {
+	if t.stable {
+		return t.decodeKept(payload, rec)
+	}
+	return t.codec.Unmarshal(payload, rec)
 }
 
 // A fact record is stored as its version (a uvarint), then its codec
@@ -478,7 +503,7 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 	}
 	v, payload, err := splitFact(value)
 	if err == nil {
-		err = t.codec.Unmarshal(payload, &rec)
+		err = t.decodeStored(payload, &rec)
 	}
 	if err != nil {
 		return rec, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, pk, err)
