@@ -153,10 +153,16 @@ func (c *BinaryCodec) unmarshalString(data string, v any) error {
 	if err != nil {
 		return err
 	}
+	return p.decode(data, rv.Elem())
+}
+
+// decode decodes data into v, a settable value of the plan's type; decoded
+// strings are cut from data.
+func (p *binaryPlan) decode(data string, v reflect.Value) error {
 	if len(data) < 4 || uint32(data[0])<<24|uint32(data[1])<<16|uint32(data[2])<<8|uint32(data[3]) != p.fingerprint {
-		return fmt.Errorf("%w: the bytes were not encoded for the current layout of %s", ErrCodec, rv.Type().Elem())
+		return fmt.Errorf("%w: the bytes were not encoded for the current layout of %s", ErrCodec, v.Type())
 	}
-	d, err := p.dec(binaryDecoder{s: data, off: 4}, rv.Elem())
+	d, err := p.dec(binaryDecoder{s: data, off: 4}, v)
 	if err != nil {
 		return err
 	}
@@ -441,6 +447,14 @@ func compileBinary(t reflect.Type, h io.Writer, visiting map[reflect.Type]bool) 
 				var err error
 				for _, f := range fields {
 					if f.str && base != nil {
+						// A string shorter than 128 bytes, the usual case,
+						// has a length of one byte.
+						if d.off < len(d.s) && d.s[d.off] < 0x80 && int(d.s[d.off]) < len(d.s)-d.off {
+							end := d.off + 1 + int(d.s[d.off])
+							*(*string)(unsafe.Add(base, f.offset)) = d.s[d.off+1 : end]
+							d.off = end
+							continue
+						}
 						var s string
 						if s, d, err = d.str(); err != nil {
 							return d, err

@@ -73,7 +73,7 @@ type Table[T any] struct {
 	store      Store
 	name       string
 	codec      Codec
-	inPlace    stringUnmarshaler // the codec, when it can decode in place
+	inPlace    *binaryPlan // the codec's plan for T, when it can decode in place
 	stable     bool              // the store's values may be kept (StableStore)
 	rtype      reflect.Type
 	pk         []field
@@ -109,7 +109,9 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	if t.codec == nil {
 		t.codec = JSONCodec{}
 	}
-	t.inPlace, _ = t.codec.(stringUnmarshaler)
+	if c, ok := t.codec.(*BinaryCodec); ok {
+		t.inPlace, _ = c.plan(rt) // else Unmarshal reports the error
+	}
 	if s, ok := store.(StableStore); ok {
 		t.stable = s.StableValues()
 	}
@@ -418,7 +420,7 @@ func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([
 // saving a copy.
 func (t *Table[T]) decodeKept(payload []byte, rec *T) error {
 	if t.inPlace != nil {
-		return t.inPlace.unmarshalString(bytesString(payload), rec)
+		return t.inPlace.decode(bytesString(payload), reflect.ValueOf(rec).Elem())
 	}
 	return t.codec.Unmarshal(payload, rec)
 }
