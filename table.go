@@ -74,7 +74,7 @@ type Table[T any] struct {
 	name       string
 	codec      Codec
 	inPlace    *binaryPlan // the codec's plan for T, when it can decode in place
-	stable     bool              // the store's values may be kept (StableStore)
+	stable     bool        // the store's values may be kept (StableStore)
 	rtype      reflect.Type
 	pk         []field
 	prefix     []byte // of every key of the table
