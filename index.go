@@ -221,18 +221,17 @@ func appendUnique(list [][]byte, from int, k []byte) [][]byte {
 
 // appendEntries appends the entries of the record rv, whose encoded primary
 // key is pk and whose codec payload is payload.
-func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
-	// The keys are built after the index prefix, with room for the primary
-	// key, so a single-valued key becomes its entry key in place.
+func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload []byte, c Codec, scratch []byte) ([]entry, error) {
+	// The keys are built in scratch after the index prefix, with room for
+	// the primary key, so a single-valued key becomes its entry key in place.
 	var keyBuf [4][]byte
-	scratch := append(make([]byte, 0, len(ix.prefix)+len(pk)+48), ix.prefix...)
-	keys, err := ix.keys(keyBuf[:0], rv, scratch)
+	keys, err := ix.keys(keyBuf[:0], rv, append(scratch, ix.prefix...))
 	if err != nil {
 		return dst, err
 	}
 	var projected []byte
 	if ix.strategy == Partial {
-		if projected, err = ix.proj.appendPayload(nil, rv, c); err != nil {
+		if projected, err = ix.proj.appendPayload(make([]byte, 0, 32), rv, c); err != nil {
 			return dst, fmt.Errorf("index %q: %w", ix.name, err)
 		}
 	}
@@ -252,7 +251,11 @@ func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload [
 				value = append(value, payload...)
 			}
 		case Partial:
-			value = append(value, projected...)
+			if value == nil {
+				value = projected
+			} else {
+				value = append(value, projected...)
+			}
 		}
 		dst = append(dst, entry{ix: ix, key: key, value: value})
 	}
@@ -325,18 +328,38 @@ func (ix *indexTable) maintained() bool { return IndexState(ix.state.Load()) != 
 // entries returns the entries of record rv in the indexes that want
 // reports true for.
 func (m *indexManager) entries(rv reflect.Value, pk, payload []byte, c Codec, want func(*indexTable) bool) ([]entry, error) {
-	var out []entry
+	// One allocation holds every index's key-building scratch: each its own
+	// capacity-bounded piece, so that a key that outgrows its piece moves
+	// rather than overwriting the next.
+	n, size := 0, 0
+	for _, ix := range m.indexes {
+		if want(ix) {
+			n++
+			size += len(ix.prefix) + len(pk) + entryKeyRoom
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]entry, 0, n)
+	buf := make([]byte, size)
 	for _, ix := range m.indexes {
 		if !want(ix) {
 			continue
 		}
+		c0 := len(ix.prefix) + len(pk) + entryKeyRoom
 		var err error
-		if out, err = ix.appendEntries(out, rv, pk, payload, c); err != nil {
+		if out, err = ix.appendEntries(out, rv, pk, payload, c, buf[:0:c0]); err != nil {
 			return nil, err
 		}
+		buf = buf[c0:]
 	}
 	return out, nil
 }
+
+// entryKeyRoom is the room an entry key's scratch leaves for the key's own
+// fields, beyond the index prefix and the primary key.
+const entryKeyRoom = 48
 
 // plan adds to b the index changes that turn the entries in old into those
 // in new: deletes for entries that went, puts for entries that came or

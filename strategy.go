@@ -65,18 +65,30 @@ func compileProjection(rt reflect.Type, names []string) (projection, error) {
 
 // appendPayload appends the projected fields of rv, an addressable
 // record: for each, its length as a uvarint, then its encoding. Each field
-// is marshalled through a pointer, as it is unmarshalled.
+// is marshalled through a pointer, as it is unmarshalled, and appended in
+// place after room for a one-byte length, which a longer one moves up.
 func (p projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte, error) {
 	for i := range p.fields {
+		at := len(dst)
+		dst = append(dst, 0)
 		fv := p.fields[i].get(rv)
-		var b []byte
-		if fv.IsValid() {
-			var err error
-			if b, err = c.Marshal(fv.Addr().Interface()); err != nil {
-				return dst, fmt.Errorf("projected field %q: %w", p.fields[i].name, err)
-			}
+		if !fv.IsValid() {
+			continue // an empty field
 		}
-		dst = append(binary.AppendUvarint(dst, uint64(len(b))), b...)
+		var err error
+		if dst, err = appendMarshal(c, dst, fv.Addr().Interface()); err != nil {
+			return dst, fmt.Errorf("projected field %q: %w", p.fields[i].name, err)
+		}
+		n := len(dst) - at - 1
+		if n < 0x80 {
+			dst[at] = byte(n)
+			continue
+		}
+		var buf [binary.MaxVarintLen64]byte
+		length := binary.AppendUvarint(buf[:0], uint64(n))
+		dst = append(dst, length[1:]...)
+		copy(dst[at+len(length):], dst[at+1:at+1+n])
+		copy(dst[at:], length)
 	}
 	return dst, nil
 }
