@@ -102,8 +102,9 @@ type (
 	decFn func(d binaryDecoder, v reflect.Value) (binaryDecoder, error)
 )
 
-// binaryDecoder reads an encoding from s, a string copy of the whole input
-// that decoded strings are cut from: one allocation for all of them.
+// binaryDecoder reads an encoding from s, the whole input as a string that
+// decoded strings are cut from: one copy for all of them (Unmarshal), or
+// none when the input may be kept.
 type binaryDecoder struct {
 	s   string
 	off int

@@ -1039,8 +1039,6 @@ func TestCanceledContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-// TestReadAllocations checks that a read allocates at most one object per
-// returned record, plus a constant, with the binary codec.
 // TestReadAllocations checks that a read allocates a constant amount, and
 // per record only the codec's one copy of it; none on a store whose values
 // may be kept (StableStore), which records share memory with.
@@ -1124,11 +1122,21 @@ func (s reusingStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Ent
 
 // TestRecordsOutliveScanEntries checks that records read from a store whose
 // scan memory is reused do not share it: every strategy, covered or not,
-// and the fact table, with both codecs.
+// and the fact table, with both codecs, alone and as a shard.
 func TestRecordsOutliveScanEntries(t *testing.T) {
 	ctx := context.Background()
-	for _, c := range []it.Codec{&it.BinaryCodec{}, it.JSONCodec{}} {
-		tbl := openPeopleWith(t, reusingStore{it.NewMemoryStore()}, c)
+	stable, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+	require.NoError(t, err)
+	require.True(t, stable.StableValues(), "memory shards keep their values")
+	for i, c := range []it.Codec{&it.BinaryCodec{}, it.JSONCodec{}, &it.BinaryCodec{}} {
+		var s it.Store = reusingStore{it.NewMemoryStore()}
+		if i == 2 { // a shard that reuses its memory makes the sharded store copy
+			sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), s})
+			require.NoError(t, err)
+			require.False(t, sharded.StableValues())
+			s = sharded
+		}
+		tbl := openPeopleWith(t, s, c)
 		model := map[int]person{}
 		r := rand.New(rand.NewPCG(7, 7))
 		for id := range 50 {
@@ -1137,6 +1145,8 @@ func TestRecordsOutliveScanEntries(t *testing.T) {
 				model[id] = p
 			}
 		}
+		_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{}) // what a sharded store queued
+		require.NoError(t, err)
 		for _, q := range []it.Query{
 			{}, {Index: "town_name"}, {Index: "town"}, {Index: "name"}, {Index: "name", Covered: true},
 			{Index: "tags", Covered: true}, {Index: "score_parity", Covered: true}, {Index: "email", Covered: true},

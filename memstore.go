@@ -33,9 +33,12 @@ type memItem struct {
 	klen, vlen uint32
 }
 
-// memKey returns the item that a lookup of key compares with.
+// memKey returns the item that a lookup of key compares with. A key too
+// long to be stored (see memMaxLen) is cut to memMaxLen bytes, which no
+// stored key is equal to and none lies between, so a lookup of it misses
+// and a scan from it starts where it would.
 func memKey(key []byte) memItem {
-	return memItem{p: unsafe.SliceData(key), klen: uint32(len(key))}
+	return memItem{p: unsafe.SliceData(key), klen: uint32(min(uint64(len(key)), memMaxLen))}
 }
 
 func (it memItem) key() []byte { return unsafe.Slice(it.p, it.klen) }
@@ -47,7 +50,7 @@ func (it memItem) value() []byte {
 	if it.p == nil {
 		return nil
 	}
-	return unsafe.Slice(it.p, it.klen+it.vlen)[it.klen:]
+	return unsafe.Slice(it.p, uint(it.klen)+uint(it.vlen))[it.klen:]
 }
 
 func memLess(a, b memItem) bool { return bytes.Compare(a.key(), b.key()) < 0 }
@@ -56,6 +59,8 @@ const (
 	memDegree     = 32 // B-tree degree
 	memChunk      = 64 // most entries Scan collects under one read lock
 	memFirstChunk = 4  // entries in a scan's first chunk
+
+	memMaxLen uint64 = math.MaxUint32 // keys and values are shorter
 )
 
 var (
@@ -222,8 +227,8 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 		return err
 	}
 	for _, op := range b.ops {
-		if uint64(len(op.Key)) > math.MaxUint32 || uint64(len(op.Value)) > math.MaxUint32 {
-			return fmt.Errorf("%w: memory store: a key or value of %d bytes (at most 4 GiB - 1)", ErrInvalidBatch, max(len(op.Key), len(op.Value)))
+		if uint64(len(op.Key)) >= memMaxLen || uint64(len(op.Value)) >= memMaxLen {
+			return fmt.Errorf("%w: memory store: a key or value of %d bytes (at most 4 GiB - 2)", ErrInvalidBatch, max(len(op.Key), len(op.Value)))
 		}
 	}
 	if err := CheckBatch(b); err != nil {

@@ -101,6 +101,7 @@ type ShardedStore struct {
 	rule   IndexSharding
 	rules  map[string]map[string]IndexSharding // by encoded table, index name
 	atom   Atomicity
+	stable bool // every shard's values may be kept
 	closed atomic.Bool
 }
 
@@ -116,7 +117,7 @@ func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) 
 	if len(shards) == 0 || len(shards) > maxShards {
 		return nil, fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidSharding, len(shards), maxShards)
 	}
-	s := &ShardedStore{shards: slices.Clone(shards), rules: map[string]map[string]IndexSharding{}}
+	s := &ShardedStore{shards: slices.Clone(shards), rules: map[string]map[string]IndexSharding{}, stable: true}
 	for i, sh := range shards {
 		if sh == nil {
 			return nil, fmt.Errorf("%w: shard %d is nil", ErrInvalidSharding, i)
@@ -126,6 +127,8 @@ func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) 
 				return nil, fmt.Errorf("%w: shards %d and %d are one store", ErrInvalidSharding, j, i)
 			}
 		}
+		st, ok := sh.(StableStore)
+		s.stable = s.stable && ok && st.StableValues()
 		a := sh.Atomicity()
 		s.parts = append(s.parts, a.Partition)
 		s.atom.MaxOps = minBound(s.atom.MaxOps, a.MaxOps)
@@ -448,6 +451,11 @@ func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
 // Atomicity is one shard, and within it the shard's own scope; MaxOps and
 // MaxBytes are the tightest of the shards'.
 func (s *ShardedStore) Atomicity() Atomicity { return s.atom }
+
+// StableValues reports whether every shard's values may be kept
+// (StableStore): a scan across shards yields them from pages of its own,
+// which it never reuses.
+func (s *ShardedStore) StableValues() bool { return s.stable }
 
 // Close closes every shard.
 func (s *ShardedStore) Close() error {

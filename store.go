@@ -58,6 +58,10 @@ type Store interface {
 // modified or reused: every value of Get and GetMany and every Key and Value
 // that Scan yields may be kept for good. Tables then decode records whose
 // strings share that memory instead of copying it. MemoryStore is one.
+//
+// A type that embeds a StableStore inherits StableValues: if it overrides
+// Get, GetMany or Scan to return memory of its own, it must override
+// StableValues too.
 type StableStore interface {
 	Store
 	// StableValues reports whether returned memory may be kept (a wrapper

@@ -56,21 +56,6 @@ func TestMemoryStoreLenAndConflict(t *testing.T) {
 	require.Zero(t, s.Len())
 }
 
-// TestMemoryStoreRefusesHugeValues checks the bound that keeps an item's
-// lengths in 32 bits: a value of 4 GiB is refused before it is read (the
-// allocation is never touched, so it costs address space, not memory).
-func TestMemoryStoreRefusesHugeValues(t *testing.T) {
-	ctx := context.Background()
-	s := indextable.NewMemoryStore()
-	var b indextable.Batch
-	b.Put([]byte("small"), []byte{1})
-	b.Put([]byte("huge"), make([]byte, 1<<32))
-	err := s.Apply(ctx, &b)
-	require.ErrorIs(t, err, indextable.ErrInvalidBatch)
-	require.ErrorContains(t, err, "4294967296 bytes")
-	require.Zero(t, s.Len(), "nothing of the batch is applied")
-}
-
 // opBatch builds a Batch of ops; an unknown kind is set through Ops, the only
 // way to build one.
 func opBatch(ops ...indextable.Op) *indextable.Batch {
