@@ -1098,6 +1098,39 @@ func TestReadAllocations(t *testing.T) {
 	}
 }
 
+// TestWriteAllocations checks that a write reuses its buffers: an insert
+// with two indexes allocates the encoded record, its entries and what the
+// store keeps, not its batch or keys.
+func TestWriteAllocations(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("allocation counts need a full run without the race detector")
+	}
+	ctx := context.Background()
+	for _, st := range []it.Strategy{it.FullCopy, it.KeysOnly, it.Partial} {
+		var proj []string
+		if st == it.Partial {
+			proj = []string{"FirstName"}
+		}
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[Customer]{
+			Name: "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+			Indexes: []it.Index[Customer]{
+				{Name: "town", Fields: []string{"Town", "LastName"}, Strategy: st, Projection: proj},
+				{Name: "last", Fields: []string{"LastName"}, Strategy: st, Projection: proj},
+			},
+		})
+		require.NoError(t, err)
+		next := 0
+		allocs := testing.AllocsPerRun(200, func() {
+			c := benchCustomer(next)
+			next++
+			_, err := tbl.Insert(ctx, c)
+			require.NoError(t, err)
+		}) - testing.AllocsPerRun(200, func() { _ = benchCustomer(next) })
+		t.Logf("%v: %.0f allocations an insert", st, allocs)
+		assert.LessOrEqual(t, allocs, 11.0, "%v", st) // 13 to 15 without reuse
+	}
+}
+
 // reusingStore yields each scanned entry from one buffer that it scribbles
 // over once the loop body returns, as a store whose iterator reuses its
 // memory may; it does not say StableValues.

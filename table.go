@@ -83,6 +83,7 @@ type Table[T any] struct {
 	queueEnd   []byte // tupleEnd(queueSpace)
 	indexes    indexManager
 	readers    sync.Pool     // *reader[T], to reuse read buffers
+	writers    sync.Pool     // *writeBuffers[T], to reuse write buffers
 	wake       chan struct{} // a change was queued: wakes a maintainer
 }
 
@@ -198,8 +199,38 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	_, err = t.write(ctx, writeDelete, key, nil, nil, opts)
+	w := t.newWriteBuffers()
+	defer t.freeWriteBuffers(w)
+	_, err = t.write(ctx, writeDelete, key, nil, nil, opts, &w.ops)
 	return err
+}
+
+// writeBuffers are the buffers of one write, kept in the table's pool for
+// the next. The encoded record is not among them: the decoded copy of it,
+// which index keys are computed from, shares its memory.
+type writeBuffers[T any] struct {
+	rec, stored    T
+	key, storedKey []byte
+	ops            []Op
+}
+
+func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {
+	if w, ok := t.writers.Get().(*writeBuffers[T]); ok {
+		return w
+	}
+	return new(writeBuffers[T])
+}
+
+// freeWriteBuffers returns w to the pool, holding nothing of the write.
+func (t *Table[T]) freeWriteBuffers(w *writeBuffers[T]) {
+	if cap(w.ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 {
+		return
+	}
+	var zero T
+	w.rec, w.stored = zero, zero
+	clear(w.ops[:cap(w.ops)])
+	w.ops = w.ops[:0]
+	t.writers.Put(w)
 }
 
 // writeRecord encodes rec and writes it. Its primary key and index entries
@@ -207,21 +238,26 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 // the record is next written or deleted, so what the codec does not keep
 // (a field tagged json:"-", say) cannot leave entries behind.
 func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts []WriteOption) (Version, error) {
-	factKey, err := t.factKey(reflect.ValueOf(&rec).Elem())
+	w := t.newWriteBuffers()
+	defer t.freeWriteBuffers(w)
+	w.rec = rec
+	factKey, err := t.factKey(w.key[:0], reflect.ValueOf(&w.rec).Elem())
 	if err != nil {
 		return 0, err
 	}
-	fact, err := appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), &rec)
+	w.key = factKey
+	fact, err := appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), &w.rec)
 	if err != nil {
 		return 0, fmt.Errorf("table %q: encode record: %w", t.name, err)
 	}
 	payload := fact[binary.MaxVarintLen64:]
-	stored := new(T)
-	if err := t.decodeKept(payload, stored); err != nil {
+	if err := t.decodeKept(payload, &w.stored); err != nil {
 		return 0, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
 	}
-	sv := reflect.ValueOf(stored).Elem()
-	if storedKey, err := t.factKey(sv); err != nil || !bytes.Equal(storedKey, factKey) {
+	sv := reflect.ValueOf(&w.stored).Elem()
+	storedKey, err := t.factKey(w.storedKey[:0], sv)
+	w.storedKey = storedKey
+	if err != nil || !bytes.Equal(storedKey, factKey) {
 		return 0, fmt.Errorf("%w: table %q: primary key %v does not survive the codec (stored as %v)",
 			ErrInvalidKey, t.name, decodeForError(factKey[len(t.factSpace):]), decodeForError(storedKey[len(t.factSpace):]))
 	}
@@ -229,12 +265,12 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 	if err != nil {
 		return 0, fmt.Errorf("table %q: %w", t.name, err)
 	}
-	return t.write(ctx, kind, factKey, fact, entries, opts)
+	return t.write(ctx, kind, factKey, fact, entries, opts, &w.ops)
 }
 
-// factKey returns the fact table key of the record rv.
-func (t *Table[T]) factKey(rv reflect.Value) ([]byte, error) {
-	key := append(make([]byte, 0, len(t.factSpace)+32), t.factSpace...)
+// factKey appends to dst the fact table key of the record rv.
+func (t *Table[T]) factKey(dst []byte, rv reflect.Value) ([]byte, error) {
+	key := append(dst, t.factSpace...)
 	for i := range t.pk {
 		fv := t.pk[i].get(rv)
 		if !fv.IsValid() {
@@ -250,18 +286,19 @@ func (t *Table[T]) factKey(rv reflect.Value) ([]byte, error) {
 // version, then the payload) and its index entries newEntries, or deletes
 // it when fact is nil, conditional on the current record being unchanged;
 // it retries when a concurrent write got there first.
-func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []byte, newEntries []entry, opts []WriteOption) (Version, error) {
+func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []byte, newEntries []entry, opts []WriteOption, ops *[]Op) (Version, error) {
 	var o writeOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	pk := factKey[len(t.factSpace):]
 	queueing := t.indexes.queueing()
-	ops := 2 + 2*len(newEntries) // the record, its guard, the entries and theirs
+	n := 2 + 2*len(newEntries) // the record, its guard, the entries and theirs
 	if queueing {
-		ops++ // a change record
+		n++ // a change record
 	}
-	b := Batch{ops: make([]Op, 0, ops)}
+	b := Batch{ops: slices.Grow((*ops)[:0], n)}
+	defer func() { *ops = b.ops }()
 	for attempt := 1; ; attempt++ {
 		// An insert first takes the record to be absent, blind, which its
 		// batch expects: a new record (the usual case) is not read twice.
