@@ -195,12 +195,13 @@ func (t *Table[T]) Update(ctx context.Context, rec T, opts ...WriteOption) (Vers
 // Delete removes the record with primary key pk and its index entries; it
 // returns an error wrapping ErrNotFound if there is none.
 func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) error {
-	key, err := t.factKeyOf(pk)
+	w := t.newWriteBuffers()
+	defer t.freeWriteBuffers(w)
+	key, err := t.factKeyOf(w.key[:0], pk)
+	w.key = key
 	if err != nil {
 		return err
 	}
-	w := t.newWriteBuffers()
-	defer t.freeWriteBuffers(w)
 	_, err = t.write(ctx, writeDelete, key, nil, nil, opts, &w.ops)
 	return err
 }
@@ -501,11 +502,11 @@ func decodeForError(b []byte) any {
 
 // factKeyOf returns the fact table key of a primary key given as a tuple,
 // checking it against the schema.
-func (t *Table[T]) factKeyOf(pk Tuple) ([]byte, error) {
+func (t *Table[T]) factKeyOf(dst []byte, pk Tuple) ([]byte, error) {
 	if len(pk) != len(t.pk) {
 		return nil, fmt.Errorf("%w: table %q has %d primary key components, got %d", ErrInvalidKey, t.name, len(t.pk), len(pk))
 	}
-	key := append(make([]byte, 0, len(t.factSpace)+32), t.factSpace...)
+	key := append(dst, t.factSpace...)
 	for i, v := range pk {
 		w, _, err := queryComponent(&t.pk[i], v)
 		if err == nil {
@@ -528,26 +529,28 @@ func (t *Table[T]) Get(ctx context.Context, pk ...any) (T, error) {
 // GetVersioned is Get that also returns the record's version, for a later
 // conditional write with IfVersion.
 func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, error) {
-	var rec T
-	key, err := t.factKeyOf(pk)
+	rd := t.newReader() // for its buffers
+	defer t.freeReader(rd)
+	key, err := t.factKeyOf(rd.f.scratch[:0], pk)
+	rd.f.scratch = key
 	if err != nil {
-		return rec, 0, err
+		return rd.zero, 0, err
 	}
 	value, err := t.store.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, pk)
 		}
-		return rec, 0, err
+		return rd.zero, 0, err
 	}
 	v, payload, err := splitFact(value)
 	if err == nil {
-		err = t.decodeStored(payload, &rec)
+		err = t.decodeStored(payload, &rd.rec)
 	}
 	if err != nil {
-		return rec, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, pk, err)
+		return rd.zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, pk, err)
 	}
-	return rec, v, nil
+	return rd.rec, v, nil
 }
 
 // uniqueChange returns a unique index whose entries differ between old and
