@@ -667,6 +667,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		}
 		switch {
 		case err == nil:
+			t.indexes.noteMutations(all.ops)
 			for _, g := range groups {
 				if g.ops != nil && !g.split {
 					applied += len(g.changes)
@@ -679,6 +680,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 				}
 				err := t.store.Apply(ctx, &Batch{ops: g.ops})
 				if err == nil {
+					t.indexes.noteMutations(g.ops)
 					applied += len(g.changes)
 				} else if !errors.Is(err, ErrConflict) {
 					return applied, err
@@ -905,6 +907,7 @@ func (t *Table[T]) applySplit(ctx context.Context, g *changeGroup, l *lease, o *
 	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
 		return false, err
 	}
+	t.indexes.noteMutations(g.ops[g.guard:])
 	err = t.store.Apply(ctx, &Batch{ops: splitGuard(g)})
 	if errors.Is(err, ErrConflict) {
 		return false, nil

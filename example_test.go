@@ -163,3 +163,28 @@ func ExampleIndex_unique() {
 	// true
 	// true
 }
+
+func ExampleTable_Advise() {
+	ctx := context.Background()
+	table := openCustomers(ctx)
+	// The application looks customers up by email, never by town or name.
+	for range 10 {
+		for _, email := range []string{"mary@example.com", "ana@example.com"} {
+			for _, err := range table.Find(ctx, indextable.Query{Index: "email", Eq: indextable.Tuple{email}}) {
+				if err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+	findings, err := table.Advise(ctx, indextable.AdviseOptions{MinWrites: 4, Selectivity: 0.4})
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range findings {
+		fmt.Println(f)
+	}
+	// Output:
+	// index "town_lastname": unused: no query read it in 4 record writes, which wrote 4 of its entries
+	// index "lastname": unused: no query read it in 4 record writes, which wrote 4 of its entries
+}

@@ -73,6 +73,7 @@ type indexTable struct {
 	proj        projection
 	unique      bool
 	sparse      bool
+	use         usageCounters
 }
 
 // entry is one index entry.

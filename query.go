@@ -77,6 +77,7 @@ type scanPlan struct {
 	r            ScanRange
 	table, index string
 	buf          []byte // holds r.Start and r.End, reused by the next plan
+	eq           []byte // the encoded Eq, in buf
 }
 
 // fingerprint identifies the query a cursor belongs to: its table, index,
@@ -149,6 +150,7 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 		return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
 	p.buf = eq[:0] // keep a buffer that grew for the next plan
+	p.eq = eq[len(prefix):]
 	// A key that extends the tuple encoded as k lies in [k, tupleEnd(k)).
 	p.r.Start, p.r.End = eq, tupleEnd(eq)
 	if q.Lower != nil {
@@ -266,6 +268,7 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	if len(page) <= limit {
 		return page, "", nil
 	}
+	rd.n-- // the record read past the page is not returned
 	return page[:limit], rd.plan.encodeCursor(keys[0]), nil
 }
 
@@ -294,14 +297,13 @@ func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 	}
 	r := rd.plan.r
 	r.Limit = q.Limit
-	n := 0
 	for _, err := range t.store.Scan(ctx, r) {
 		if err != nil {
 			return 0, err
 		}
-		n++
+		rd.n++
 	}
-	return n, nil
+	return rd.n, nil
 }
 
 // Exists reports whether q selects anything, reading at most one entry.
@@ -320,11 +322,13 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 	}
 	ix := rd.plan.ix
 	if ix == nil {
+		t.scans.Add(1)
 		return nil
 	}
 	if err := t.readable(ctx, ix); err != nil {
 		return err
 	}
+	ix.use.noteRead(rd.plan.eq)
 	// A normalized or partial read checks every record anyway.
 	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
 		// An intra-partition read of one partition needs only its queue.
@@ -429,6 +433,9 @@ func (t *Table[T]) newReader() *reader[T] {
 // freeReader returns rd to the pool, keeping its buffers unless they grew
 // large, and nothing that refers to the caller or to the store's memory.
 func (t *Table[T]) freeReader(rd *reader[T]) {
+	if ix := rd.plan.ix; ix != nil {
+		ix.use.returned.Add(int64(rd.n))
+	}
 	f := &rd.f
 	clear(f.keys[:cap(f.keys)])
 	clear(f.values[:cap(f.values)])

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Table errors, in addition to the Store errors.
@@ -34,6 +35,7 @@ const (
 	spaceCatalog = 2 // then the index name
 	spaceQueue   = 3 // then the primary key and a change ID
 	spaceLease   = 4 // then a maintainer partition
+	spaceUsage   = 6 // the usage totals (after spaceIntra, 5)
 	// and spaceIntra, in placement.go
 )
 
@@ -84,6 +86,8 @@ type Table[T any] struct {
 	indexes    indexManager
 	readers    sync.Pool     // *reader[T], to reuse read buffers
 	writers    sync.Pool     // *writeBuffers[T], to reuse write buffers
+	writes     atomic.Int64  // record writes committed, for Usage
+	scans      atomic.Int64  // queries of the fact table, for Usage
 	wake       chan struct{} // a change was queued: wakes a maintainer
 }
 
@@ -402,6 +406,8 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 			return nil
 		})
 		if err == nil {
+			t.writes.Add(1)
+			t.indexes.noteMutations(b.ops)
 			if queued {
 				select {
 				case t.wake <- struct{}{}:

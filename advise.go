@@ -1,0 +1,154 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+)
+
+// FindingKind is the rule of the Index Table pattern that a Finding
+// applies.
+type FindingKind int
+
+const (
+	// Unused: no query read the index. Create index tables only for the
+	// queries the application runs; every write pays for this one.
+	Unused FindingKind = iota + 1
+	// LowCardinality: the key has few distinct values, so each selects a
+	// large share of the table, which a scan of the fact table reads about
+	// as fast, without the index's writes and space.
+	LowCardinality
+	// Skewed: one key holds most entries and most queries ask for it, so
+	// they read most of the table; an index pays off on skewed data only
+	// when queries ask for the rare values. An unread index is not judged
+	// skewed: nothing says which values it would be asked for.
+	Skewed
+	// Volatile: the data changes far more often than the index is read, so
+	// keeping the index costs more than the reads it serves save.
+	Volatile
+)
+
+func (k FindingKind) String() string {
+	switch k {
+	case Unused:
+		return "unused"
+	case LowCardinality:
+		return "low-cardinality"
+	case Skewed:
+		return "skewed"
+	case Volatile:
+		return "volatile"
+	}
+	return fmt.Sprintf("FindingKind(%d)", int(k))
+}
+
+// A Finding is what one of the pattern's rules says of one index, with the
+// numbers that made it say so.
+type Finding struct {
+	Index  string
+	Kind   FindingKind
+	Reason string
+}
+
+func (f Finding) String() string { return fmt.Sprintf("index %q: %s: %s", f.Index, f.Kind, f.Reason) }
+
+// AdviseOptions sets when Advise speaks. A zero field takes its default.
+type AdviseOptions struct {
+	// MinWrites is how many record writes must have been counted before an
+	// index that no query read is called unused (default 1000).
+	MinWrites int64
+	// Selectivity is the share of the records that an average key must
+	// select for the key to be of low cardinality (default 0.05).
+	Selectivity float64
+	// Skew is the share of the entries that the most common key must hold
+	// more than for the key to be skewed (default 0.5).
+	Skew float64
+	// Volatility is the number of entry mutations per read at which the
+	// data is volatile (default 10).
+	Volatility float64
+}
+
+func (o AdviseOptions) withDefaults() AdviseOptions {
+	if o.MinWrites <= 0 {
+		o.MinWrites = 1000
+	}
+	if o.Selectivity <= 0 {
+		o.Selectivity = 0.05
+	}
+	if o.Skew <= 0 {
+		o.Skew = 0.5
+	}
+	if o.Volatility <= 0 {
+		o.Volatility = 10
+	}
+	return o
+}
+
+// Advise measures the table (Stats), reads what it has done (Usage), and
+// returns the findings of the pattern's rules for each index (Findings).
+// It scans the whole table.
+func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, error) {
+	stats, err := t.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	usage, err := t.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Findings(stats, usage, opts), nil
+}
+
+// Findings applies the pattern's rules to what a table holds and what it
+// has done, index by index in the order of stats; an index that no rule
+// objects to has no finding.
+func Findings(stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
+	o := opts.withDefaults()
+	var out []Finding
+	for _, s := range stats.Indexes {
+		u := usage.Indexes[s.Index]
+		add := func(k FindingKind, format string, args ...any) {
+			out = append(out, Finding{Index: s.Index, Kind: k, Reason: fmt.Sprintf(format, args...)})
+		}
+		if u.Reads == 0 && usage.Writes >= o.MinWrites {
+			add(Unused, "no query read it in %d record writes, which wrote %d of its entries", usage.Writes, u.Mutations)
+		}
+		if s.DistinctKeys > 0 && stats.Records > 0 {
+			perKey := float64(s.Entries) / float64(s.DistinctKeys)
+			if perKey >= o.Selectivity*float64(stats.Records) {
+				add(LowCardinality, "%d distinct keys over %d entries: an average key selects %.0f%% of the %d records",
+					s.DistinctKeys, s.Entries, 100*perKey/float64(stats.Records), stats.Records)
+			}
+		}
+		if u.Reads > 0 && s.CommonEntries > 1 && float64(s.CommonEntries) > o.Skew*float64(s.Entries) {
+			share := 100 * float64(s.CommonEntries) / float64(s.Entries)
+			common, targeted := commonReads(s.CommonKey, u.ReadKeys)
+			switch {
+			case targeted == 0:
+				add(Skewed, "key %v holds %.0f%% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones", s.CommonKey, share)
+			case common*2 >= targeted:
+				add(Skewed, "key %v holds %.0f%% of the entries, and %d of the %d queries that fixed a key asked for it", s.CommonKey, share, common, targeted)
+			}
+		}
+		if u.Reads > 0 && float64(u.Mutations) >= o.Volatility*float64(u.Reads) {
+			add(Volatile, "%d entry writes for %d reads: %.0f writes a read", u.Mutations, u.Reads, float64(u.Mutations)/float64(u.Reads))
+		}
+	}
+	return out
+}
+
+// commonReads returns how many of the reads that fixed a key asked for a
+// prefix of common, and how many reads fixed a key.
+func commonReads(common Tuple, reads []KeyReads) (hit, targeted int64) {
+	c := mustEncode(common)
+	for _, r := range reads {
+		if len(r.Key) == 0 {
+			continue // a scan of the whole index asks for no key
+		}
+		targeted += r.Reads
+		if bytes.HasPrefix(c, mustEncode(r.Key)) {
+			hit += r.Reads
+		}
+	}
+	return hit, targeted
+}

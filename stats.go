@@ -1,0 +1,519 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// An index is worth what it saves the queries that read it, against what it
+// costs every write and the space it takes. A table counts, as it runs,
+// what each index does (Usage: reads, records returned, entries written),
+// and measures on demand what each holds (Stats: entries, distinct keys,
+// the most common key, bytes against the fact table's). Advise turns both
+// into findings.
+
+// IndexUsage is what one index table has done, counted as the library runs.
+type IndexUsage struct {
+	// Reads is the number of queries (Find, FindPage, Count, Exists) that
+	// read the index.
+	Reads int64
+	// Returned is the number of records those queries returned (entries,
+	// for Count).
+	Returned int64
+	// Mutations is the number of entries that record writes put or deleted,
+	// in their own batch or later through the queue; Mutations per
+	// TableUsage.Writes is the index's write amplification. Build and
+	// Repair are not counted.
+	Mutations int64
+	// ReadKeys are the key prefixes that queries fixed (Query.Eq) most
+	// often, the most read first: at most 32, kept by the Space-Saving
+	// algorithm. Counts are exact while a process has read the index fewer
+	// than 1024 times (since its last SaveUsage) and no more than 32 keys;
+	// after that, they are estimates from a sample of one read in 16.
+	ReadKeys []KeyReads
+}
+
+// KeyReads is how many queries fixed the key prefix Key.
+type KeyReads struct {
+	Key   Tuple
+	Reads int64
+}
+
+// TableUsage is what a table and its indexes have done.
+type TableUsage struct {
+	// Writes is the number of record writes committed: inserts, upserts,
+	// updates and deletes.
+	Writes int64
+	// Scans is the number of queries that read the fact table.
+	Scans int64
+	// Indexes holds each index's usage, by name.
+	Indexes map[string]IndexUsage
+}
+
+// readKeysKept bounds IndexUsage.ReadKeys. The first readKeysExact reads
+// of an index (since the last SaveUsage) are counted by key one by one;
+// after them, one in readKeysSampled, standing for them all, so that a
+// read costs an atomic add and rarely more.
+const (
+	readKeysKept    = 32
+	readKeysExact   = 1024
+	readKeysSampled = 16
+)
+
+// usageCounters count what one index does; the zero value is ready.
+type usageCounters struct {
+	reads, returned, mutations atomic.Int64
+	mu                         sync.Mutex
+	kept                       []keyCount     // the read keys kept
+	slot                       map[string]int // each kept key's index in kept
+}
+
+// keyCount is a kept read key (an encoded key prefix) and its reads.
+type keyCount struct {
+	key string
+	n   int64
+}
+
+// noteRead counts a query of the key prefix eq (encoded): in its place
+// when the key is kept, else by Space-Saving: it takes the place of the
+// least read key and adds to that key's count.
+func (c *usageCounters) noteRead(eq []byte) {
+	weight := int64(1)
+	if n := c.reads.Add(1); n > readKeysExact {
+		if n%readKeysSampled != 0 {
+			return
+		}
+		weight = readKeysSampled
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i, ok := c.slot[string(eq)]; ok {
+		c.kept[i].n += weight
+		return
+	}
+	if c.slot == nil {
+		c.slot = make(map[string]int, readKeysKept)
+	}
+	if len(c.kept) < readKeysKept {
+		c.slot[string(eq)] = len(c.kept)
+		c.kept = append(c.kept, keyCount{string(eq), weight})
+		return
+	}
+	least := 0
+	for i := range c.kept {
+		if c.kept[i].n < c.kept[least].n {
+			least = i
+		}
+	}
+	delete(c.slot, c.kept[least].key)
+	c.kept[least] = keyCount{string(eq), c.kept[least].n + weight}
+	c.slot[c.kept[least].key] = least
+}
+
+// counts returns the kept keys' counts; c.mu is held.
+func (c *usageCounters) counts() map[string]int64 {
+	out := make(map[string]int64, len(c.kept))
+	for _, k := range c.kept {
+		out[k.key] = k.n
+	}
+	return out
+}
+
+// keep replaces the kept keys with counts; c.mu is held.
+func (c *usageCounters) keep(counts map[string]int64) {
+	c.kept, c.slot = c.kept[:0], make(map[string]int, readKeysKept)
+	for k, n := range counts {
+		c.slot[k] = len(c.kept)
+		c.kept = append(c.kept, keyCount{k, n})
+	}
+}
+
+// addKeyReads adds n reads of key to keys, keeping at most readKeysKept:
+// a new key displaces the least read one and inherits its count
+// (Space-Saving), so that a key read often enough always stays.
+func addKeyReads(keys map[string]int64, key string, n int64) map[string]int64 {
+	if keys == nil {
+		keys = make(map[string]int64, readKeysKept)
+	}
+	if _, ok := keys[key]; ok || len(keys) < readKeysKept {
+		keys[key] += n
+		return keys
+	}
+	least, min := "", int64(-1)
+	for k, c := range keys {
+		if min < 0 || c < min || c == min && k < least {
+			least, min = k, c
+		}
+	}
+	delete(keys, least)
+	keys[key] = min + n
+	return keys
+}
+
+// take returns the counts and resets them.
+func (c *usageCounters) take() (u IndexUsage, keys map[string]int64) {
+	u.Reads, u.Returned, u.Mutations = c.reads.Swap(0), c.returned.Swap(0), c.mutations.Swap(0)
+	c.mu.Lock()
+	keys = c.counts()
+	c.keep(nil)
+	c.mu.Unlock()
+	return u, keys
+}
+
+// give adds back counts that take returned.
+func (c *usageCounters) give(u IndexUsage, keys map[string]int64) {
+	c.reads.Add(u.Reads)
+	c.returned.Add(u.Returned)
+	c.mutations.Add(u.Mutations)
+	c.mu.Lock()
+	counts := c.counts()
+	for k, n := range keys {
+		counts = addKeyReads(counts, k, n)
+	}
+	c.keep(counts)
+	c.mu.Unlock()
+}
+
+// snapshot returns the counts, leaving them.
+func (c *usageCounters) snapshot() (u IndexUsage, keys map[string]int64) {
+	u.Reads, u.Returned, u.Mutations = c.reads.Load(), c.returned.Load(), c.mutations.Load()
+	c.mu.Lock()
+	keys = c.counts()
+	c.mu.Unlock()
+	return u, keys
+}
+
+// noteMutations counts the entries that ops put or delete in each index.
+func (m *indexManager) noteMutations(ops []Op) {
+	for _, op := range ops {
+		if !op.IsWrite() {
+			continue
+		}
+		for _, ix := range m.indexes {
+			if bytes.HasPrefix(op.Key, ix.prefix) {
+				ix.use.mutations.Add(1)
+				break
+			}
+		}
+	}
+}
+
+// usageKey is the key of the table's stored usage totals.
+func (t *Table[T]) usageKey() []byte { return appendInt(bytes.Clone(t.prefix), spaceUsage) }
+
+// storedUsage is the usage totals SaveUsage keeps: the table's counts, and
+// each index's with its read keys still encoded.
+type storedUsage struct {
+	writes, scans int64
+	indexes       map[string]IndexUsage
+	keys          map[string]map[string]int64
+}
+
+const usageFormat = 1
+
+// encode lays u out as one tuple: the format, writes, scans, then for each
+// index its name, reads, returned, mutations, the number of its read keys
+// and each key with its count.
+func (u *storedUsage) encode() []byte {
+	t := Tuple{int64(usageFormat), u.writes, u.scans}
+	names := make([]string, 0, len(u.indexes))
+	for name := range u.indexes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		iu, keys := u.indexes[name], u.keys[name]
+		t = append(t, name, iu.Reads, iu.Returned, iu.Mutations, int64(len(keys)))
+		ks := make([]string, 0, len(keys))
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		for _, k := range ks {
+			t = append(t, []byte(k), keys[k])
+		}
+	}
+	b, err := EncodeTuple(t...)
+	if err != nil {
+		panic(err) // every element has a supported type
+	}
+	return b
+}
+
+func decodeStoredUsage(b []byte) (storedUsage, error) {
+	u := storedUsage{indexes: map[string]IndexUsage{}, keys: map[string]map[string]int64{}}
+	t, err := DecodeTuple(b)
+	if err != nil {
+		return u, fmt.Errorf("%w: usage record: %w", ErrCodec, err)
+	}
+	bad := fmt.Errorf("%w: usage record: malformed", ErrCodec)
+	next := func() int64 {
+		if len(t) == 0 {
+			err = bad
+			return 0
+		}
+		n, ok := asInt(t[0])
+		if !ok {
+			err = bad
+		}
+		t = t[1:]
+		return n
+	}
+	if next() != usageFormat || err != nil {
+		return u, fmt.Errorf("%w: usage record: unknown format", ErrCodec)
+	}
+	u.writes, u.scans = next(), next()
+	for err == nil && len(t) > 0 {
+		name, ok := t[0].(string)
+		if !ok {
+			return u, bad
+		}
+		t = t[1:]
+		iu := IndexUsage{Reads: next(), Returned: next(), Mutations: next()}
+		n := next()
+		keys := map[string]int64{}
+		for ; err == nil && n > 0; n-- {
+			if len(t) == 0 {
+				return u, bad
+			}
+			k, ok := t[0].([]byte)
+			if !ok {
+				return u, bad
+			}
+			t = t[1:]
+			keys[string(k)] = next()
+		}
+		u.indexes[name], u.keys[name] = iu, keys
+	}
+	return u, err
+}
+
+// add adds the counts of this process to u.
+func (u *storedUsage) add(writes, scans int64, indexes map[string]IndexUsage, keys map[string]map[string]int64) {
+	u.writes += writes
+	u.scans += scans
+	for name, iu := range indexes {
+		have := u.indexes[name]
+		have.Reads += iu.Reads
+		have.Returned += iu.Returned
+		have.Mutations += iu.Mutations
+		u.indexes[name] = have
+		ks := u.keys[name]
+		for k, n := range keys[name] {
+			ks = addKeyReads(ks, k, n)
+		}
+		u.keys[name] = ks
+	}
+}
+
+// readUsage returns the stored usage totals and the value they were read
+// from (nil when there is none).
+func (t *Table[T]) readUsage(ctx context.Context) (storedUsage, []byte, error) {
+	v, err := t.store.Get(ctx, t.usageKey())
+	if errors.Is(err, ErrNotFound) {
+		return storedUsage{indexes: map[string]IndexUsage{}, keys: map[string]map[string]int64{}}, nil, nil
+	}
+	if err != nil {
+		return storedUsage{}, nil, err
+	}
+	u, err := decodeStoredUsage(v)
+	if err != nil {
+		return u, nil, fmt.Errorf("table %q: %w", t.name, err)
+	}
+	return u, v, nil
+}
+
+// Usage returns what the table and its indexes have done: the totals that
+// SaveUsage stored, by every process, plus what this one has counted since
+// its last SaveUsage.
+func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
+	u, _, err := t.readUsage(ctx)
+	if err != nil {
+		return TableUsage{}, err
+	}
+	indexes := map[string]IndexUsage{}
+	keys := map[string]map[string]int64{}
+	for _, ix := range t.indexes.indexes {
+		indexes[ix.name], keys[ix.name] = ix.use.snapshot()
+	}
+	u.add(t.writes.Load(), t.scans.Load(), indexes, keys)
+	out := TableUsage{Writes: u.writes, Scans: u.scans, Indexes: map[string]IndexUsage{}}
+	for _, ix := range t.indexes.indexes {
+		iu := u.indexes[ix.name]
+		for k, n := range u.keys[ix.name] {
+			key, err := DecodeTuple([]byte(k))
+			if err != nil {
+				return TableUsage{}, fmt.Errorf("%w: table %q: usage of index %q: %w", ErrCodec, t.name, ix.name, err)
+			}
+			iu.ReadKeys = append(iu.ReadKeys, KeyReads{Key: key, Reads: n})
+		}
+		slices.SortFunc(iu.ReadKeys, func(a, b KeyReads) int {
+			if a.Reads != b.Reads {
+				return int(b.Reads - a.Reads)
+			}
+			return bytes.Compare(mustEncode(a.Key), mustEncode(b.Key))
+		})
+		out.Indexes[ix.name] = iu
+	}
+	return out, nil
+}
+
+// mustEncode encodes a tuple that was decoded, and so encodes.
+func mustEncode(t Tuple) []byte {
+	b, _ := EncodeTuple(t...)
+	return b
+}
+
+// SaveUsage adds what this process has counted since it opened the table,
+// or since its last SaveUsage, to the totals kept in the store, so that
+// they outlive the process and add up over the processes that share the
+// table. Indexes the schema no longer declares keep their totals until the
+// table is opened without them and saved.
+func (t *Table[T]) SaveUsage(ctx context.Context) error {
+	writes, scans := t.writes.Swap(0), t.scans.Swap(0)
+	indexes := map[string]IndexUsage{}
+	keys := map[string]map[string]int64{}
+	for _, ix := range t.indexes.indexes {
+		indexes[ix.name], keys[ix.name] = ix.use.take()
+	}
+	err := t.saveUsage(ctx, writes, scans, indexes, keys)
+	if err != nil { // give the counts back, for a later save
+		t.writes.Add(writes)
+		t.scans.Add(scans)
+		for _, ix := range t.indexes.indexes {
+			ix.use.give(indexes[ix.name], keys[ix.name])
+		}
+	}
+	return err
+}
+
+func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, indexes map[string]IndexUsage, keys map[string]map[string]int64) error {
+	for attempt := 1; ; attempt++ {
+		u, old, err := t.readUsage(ctx)
+		if err != nil {
+			return err
+		}
+		u.add(writes, scans, indexes, keys)
+		// Indexes the schema dropped go with this save.
+		for name := range u.indexes {
+			if t.indexes.lookup(name) == nil {
+				delete(u.indexes, name)
+				delete(u.keys, name)
+			}
+		}
+		var b Batch
+		if old == nil {
+			b.ExpectAbsent(t.usageKey())
+		} else {
+			b.ExpectValue(t.usageKey(), old)
+		}
+		b.Put(t.usageKey(), u.encode())
+		err = t.store.Apply(ctx, &b)
+		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
+			if err != nil {
+				return fmt.Errorf("table %q: save usage: %w", t.name, err)
+			}
+			return nil
+		}
+	}
+}
+
+// IndexStats is what one index table holds, measured by a scan of it.
+type IndexStats struct {
+	Index string
+	// Entries is the number of entries; a multi-valued index has one per
+	// value, a sparse one none for a zero value.
+	Entries int64
+	// DistinctKeys is the number of distinct keys among them.
+	DistinctKeys int64
+	// CommonKey is the key with the most entries, CommonEntries their
+	// number.
+	CommonKey     Tuple
+	CommonEntries int64
+	// Bytes is the size of the entries' keys and values.
+	Bytes int64
+}
+
+// TableStats is what a table and its index tables hold.
+type TableStats struct {
+	// Records is the number of records, FactBytes the size of their keys
+	// and values in the fact table.
+	Records, FactBytes int64
+	// Indexes holds the stats of each index that is maintained (readable or
+	// write-only), in schema order.
+	Indexes []IndexStats
+}
+
+// Stats measures the table and its maintained indexes by scanning each once:
+// it reads every key the table has, so it costs what a full scan costs, and
+// holds only one key at a time in memory. Entries of an eventual index that
+// its maintainers have not applied yet are not counted.
+func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
+	var s TableStats
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace)}) {
+		if err != nil {
+			return TableStats{}, err
+		}
+		s.Records++
+		s.FactBytes += int64(len(e.Key) + len(e.Value))
+	}
+	for _, ix := range t.indexes.indexes {
+		if !ix.maintained() {
+			continue
+		}
+		is, err := t.indexStats(ctx, ix)
+		if err != nil {
+			return TableStats{}, err
+		}
+		s.Indexes = append(s.Indexes, is)
+	}
+	return s, nil
+}
+
+// indexStats scans ix. Entries come in key order, so the entries of one key
+// are consecutive: counting runs finds the distinct keys and the most common.
+func (t *Table[T]) indexStats(ctx context.Context, ix *indexTable) (IndexStats, error) {
+	s := IndexStats{Index: ix.name}
+	var run, common []byte // the current run's key, the most common key
+	var n int64            // entries in the current run
+	end := func() {
+		if n > s.CommonEntries {
+			common, s.CommonEntries = append(common[:0], run...), n
+		}
+	}
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: ix.prefix, End: tupleEnd(ix.prefix)}) {
+		if err != nil {
+			return IndexStats{}, err
+		}
+		pk, _, err := ix.splitEntry(e.Key, e.Value, len(t.pk))
+		if err != nil {
+			return IndexStats{}, fmt.Errorf("table %q: index %q: %w", t.name, ix.name, err)
+		}
+		key := e.Key[len(ix.prefix):]
+		if !ix.unique {
+			key = key[:len(key)-len(pk)]
+		}
+		s.Entries++
+		s.Bytes += int64(len(e.Key) + len(e.Value))
+		if s.Entries > 1 && bytes.Equal(key, run) {
+			n++
+			continue
+		}
+		end()
+		run, n = append(run[:0], key...), 1
+		s.DistinctKeys++
+	}
+	end()
+	if s.Entries > 0 {
+		var err error
+		if s.CommonKey, err = DecodeTuple(common); err != nil {
+			return IndexStats{}, fmt.Errorf("%w: table %q: index %q: %w", ErrMalformedKey, t.name, ix.name, err)
+		}
+	}
+	return s, nil
+}

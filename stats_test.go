@@ -1,0 +1,276 @@
+package indextable_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+)
+
+// drainAll reads every result of q, returning how many there were.
+func drainAll[T any](t testing.TB, tbl *it.Table[T], q it.Query) int {
+	t.Helper()
+	n := 0
+	for _, err := range tbl.Find(context.Background(), q) {
+		require.NoError(t, err)
+		n++
+	}
+	return n
+}
+
+func TestUsageCountsReadsWritesAndMutations(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	schema := it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{}, Indexes: []it.Index[person]{
+		{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
+		{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.FullCopy, Consistency: it.Eventual},
+	}}
+	tbl, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: fmt.Sprint("T", i%2), Tags: []string{"a", "b"}})
+		require.NoError(t, err)
+	}
+	for i := range 3 { // moves the town entry: a delete and a put; tags stay
+		_, err := tbl.Update(ctx, person{ID: i, Town: "Moved", Tags: []string{"a", "b"}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{9})) // a town entry and two tags
+	_, err = tbl.Insert(ctx, person{ID: 0})          // refused: not a write
+	require.ErrorIs(t, err, it.ErrExists)
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+
+	require.Equal(t, 3, drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"T1"}})) // 3, 5, 7
+	require.Equal(t, 3, drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"T1"}, Limit: 10}))
+	require.Equal(t, 2, drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"T0"}, Limit: 2}))
+	n, err := tbl.Count(ctx, it.Query{Index: "tags", Eq: it.Tuple{"a"}})
+	require.NoError(t, err)
+	require.Equal(t, 9, n)
+	page, _, err := tbl.FindPage(ctx, it.Query{Index: "tags", Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, page, 5)
+	require.Equal(t, 9, drainAll(t, tbl, it.Query{}))
+
+	u, err := tbl.Usage(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(14), u.Writes)
+	assert.Equal(t, int64(1), u.Scans)
+	town := u.Indexes["town"]
+	assert.Equal(t, int64(3), town.Reads)
+	assert.Equal(t, int64(3+3+2), town.Returned)
+	assert.Equal(t, int64(10+3*2+1), town.Mutations)
+	assert.Equal(t, []it.KeyReads{{Key: it.Tuple{"T1"}, Reads: 2}, {Key: it.Tuple{"T0"}, Reads: 1}}, town.ReadKeys)
+	tags := u.Indexes["tags"]
+	assert.Equal(t, int64(2), tags.Reads)
+	assert.Equal(t, int64(9+5), tags.Returned, "Count counts entries; FindPage what it returns")
+	// The maintainer ran once, after every write: it put the entries of the
+	// 9 records there are, and deleted those of the one inserted and deleted.
+	assert.Equal(t, int64(9*2+2), tags.Mutations, "through the queue")
+	assert.Equal(t, []it.KeyReads{{Key: it.Tuple{}, Reads: 1}, {Key: it.Tuple{"a"}, Reads: 1}}, tags.ReadKeys)
+}
+
+func TestSaveUsageAddsUpOverProcesses(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	open := func() *it.Table[person] {
+		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
+			{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
+		}})
+		require.NoError(t, err)
+		return tbl
+	}
+	first, second := open(), open()
+	for i := range 40 {
+		tbl := first
+		if i%2 == 1 {
+			tbl = second
+		}
+		_, err := tbl.Insert(ctx, person{ID: i, Town: fmt.Sprint("T", i%4)})
+		require.NoError(t, err)
+		drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{fmt.Sprint("T", i%4)}})
+	}
+	// Both save at once, and again: the totals add up, counted once.
+	var wg sync.WaitGroup
+	for _, tbl := range []*it.Table[person]{first, second, first, second} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, tbl.SaveUsage(ctx))
+		}()
+	}
+	wg.Wait()
+	u, err := open().Usage(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), u.Writes)
+	assert.Equal(t, int64(40), u.Indexes["town"].Reads)
+	assert.Equal(t, int64(40), u.Indexes["town"].Mutations)
+	var keyReads int64
+	for _, k := range u.Indexes["town"].ReadKeys {
+		keyReads += k.Reads
+	}
+	assert.Equal(t, int64(40), keyReads)
+
+	// What a process has not saved yet shows in its own Usage only.
+	drainAll(t, first, it.Query{Index: "town", Eq: it.Tuple{"T0"}})
+	mine, err := first.Usage(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(41), mine.Indexes["town"].Reads)
+	theirs, err := second.Usage(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), theirs.Indexes["town"].Reads)
+
+	// A failed save keeps the counts for the next.
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, first.SaveUsage(ctx), it.ErrClosed)
+}
+
+func TestReadKeysKeepTheMostRead(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	// 100 keys read once each, and one read 50 times in between: a sketch
+	// of 32 keys keeps the frequent one, with its count or more.
+	for i := range 100 {
+		drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{fmt.Sprint("rare", i)}})
+		if i%2 == 0 {
+			drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"often"}})
+		}
+	}
+	u, err := tbl.Usage(ctx)
+	require.NoError(t, err)
+	keys := u.Indexes["town"].ReadKeys
+	require.Len(t, keys, 32)
+	require.Equal(t, it.Tuple{"often"}, keys[0].Key)
+	require.GreaterOrEqual(t, keys[0].Reads, int64(50))
+	require.True(t, slices.IsSortedFunc(keys, func(a, b it.KeyReads) int { return int(b.Reads - a.Reads) }))
+}
+
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	empty, err := tbl.Stats(ctx)
+	require.NoError(t, err)
+	require.Zero(t, empty.Records)
+	for _, ix := range empty.Indexes {
+		require.Equal(t, it.IndexStats{Index: ix.Index}, ix)
+	}
+	// 30 people: 20 in Redmond, 10 in 5 other towns; 2 tags each (one
+	// shared by all); an email for every third.
+	for i := range 30 {
+		p := person{ID: i, Name: fmt.Sprint("N", i), Town: "Redmond", Tags: []string{"all", fmt.Sprint("t", i%3)}}
+		if i >= 20 {
+			p.Town = fmt.Sprint("Town", i%5)
+		}
+		if i%3 == 0 {
+			p.Email = fmt.Sprint(i, "@x")
+		}
+		_, err := tbl.Insert(ctx, p)
+		require.NoError(t, err)
+	}
+	s, err := tbl.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(30), s.Records)
+	byName := map[string]it.IndexStats{}
+	for _, ix := range s.Indexes {
+		byName[ix.Index] = ix
+		require.Positive(t, ix.Bytes, ix.Index)
+	}
+	town := byName["town"]
+	assert.Equal(t, int64(30), town.Entries)
+	assert.Equal(t, int64(6), town.DistinctKeys)
+	assert.Equal(t, it.Tuple{"Redmond"}, town.CommonKey)
+	assert.Equal(t, int64(20), town.CommonEntries)
+	tags := byName["tags"]
+	assert.Equal(t, int64(60), tags.Entries, "one entry a value")
+	assert.Equal(t, int64(4), tags.DistinctKeys)
+	assert.Equal(t, it.Tuple{"all"}, tags.CommonKey)
+	email := byName["email"]
+	assert.Equal(t, int64(10), email.Entries, "sparse and unique")
+	assert.Equal(t, int64(10), email.DistinctKeys)
+	assert.Equal(t, int64(1), email.CommonEntries)
+	assert.Greater(t, byName["town_name"].Bytes, town.Bytes, "a full copy takes more room than a key")
+	assert.Greater(t, s.FactBytes, town.Bytes)
+}
+
+// account is the record of the advice tests.
+type account struct {
+	ID     int
+	Email  string
+	Active bool
+	Town   string
+	Score  int
+}
+
+// TestAdvise builds, on purpose, an unused index, a low-cardinality one, a
+// skewed one and a volatile one next to a healthy one, and checks that each
+// gets its finding and the healthy one none; a skewed key that queries read
+// at its rare values gets none either.
+func TestAdvise(t *testing.T) {
+	for _, readCommon := range []bool{true, false} {
+		t.Run(fmt.Sprintf("read common=%t", readCommon), func(t *testing.T) {
+			ctx := context.Background()
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+				Indexes: []it.Index[account]{
+					{Name: "email", Fields: []string{"Email"}, Unique: true, Strategy: it.KeysOnly},
+					{Name: "active", Fields: []string{"Active"}, Strategy: it.KeysOnly},
+					{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
+					{Name: "score", Fields: []string{"Score"}, Strategy: it.KeysOnly},
+					{Name: "email_town", Fields: []string{"Email", "Town"}, Strategy: it.FullCopy},
+				}})
+			require.NoError(t, err)
+			town := func(i int) string {
+				if i%10 != 0 {
+					return "Redmond" // 90% of the accounts
+				}
+				return fmt.Sprint("Town", i)
+			}
+			const n = 1000
+			for i := range n {
+				_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Active: i%3 == 0, Town: town(i), Score: i})
+				require.NoError(t, err)
+			}
+			for i := range 2 * n { // scores change all the time
+				_, err := tbl.Update(ctx, account{ID: i % n, Email: fmt.Sprint(i%n, "@x"), Active: i%n%3 == 0, Town: town(i % n), Score: n + i})
+				require.NoError(t, err)
+			}
+			for i := range 300 {
+				drainAll(t, tbl, it.Query{Index: "email", Eq: it.Tuple{fmt.Sprint(i, "@x")}})
+				drainAll(t, tbl, it.Query{Index: "active", Eq: it.Tuple{true}, Limit: 1})
+				if readCommon {
+					drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"Redmond"}, Limit: 1})
+				} else {
+					drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{town(10 * (i % 100))}})
+				}
+			}
+			for i := range 5 {
+				drainAll(t, tbl, it.Query{Index: "score", Eq: it.Tuple{n + i}})
+			}
+			findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+			require.NoError(t, err)
+			for _, f := range findings {
+				t.Log(f)
+			}
+			type got struct {
+				Index string
+				Kind  it.FindingKind
+			}
+			var kinds []got
+			for _, f := range findings {
+				kinds = append(kinds, got{f.Index, f.Kind})
+				require.NotEmpty(t, f.Reason)
+			}
+			want := []got{{"active", it.LowCardinality}}
+			if readCommon {
+				want = append(want, got{"town", it.Skewed})
+			}
+			want = append(want, got{"score", it.Volatile}, got{"email_town", it.Unused})
+			require.Equal(t, want, kinds)
+		})
+	}
+}
