@@ -84,16 +84,21 @@ type catalogEntry struct {
 	state       IndexState
 	cursor      []byte // the fact key built up to; nil before the first chunk
 	done, total int64
+	def         []byte // the definition, an encoded tuple (see IndexDefinition); nil in format 1
 }
 
-const catalogFormat = 1
+// catalogFormat 2 adds the definition to format 1's elements.
+const catalogFormat = 2
 
 func (c catalogEntry) encode() []byte {
-	var cursor any
+	var cursor, def any
 	if c.cursor != nil {
 		cursor = c.cursor
 	}
-	b, err := EncodeTuple(catalogFormat, c.fingerprint, c.gen, int64(c.state), cursor, c.done, c.total)
+	if c.def != nil {
+		def = c.def
+	}
+	b, err := EncodeTuple(catalogFormat, c.fingerprint, c.gen, int64(c.state), cursor, c.done, c.total, def)
 	if err != nil {
 		panic(err) // every element has a supported type
 	}
@@ -106,7 +111,7 @@ func decodeCatalogEntry(b []byte) (catalogEntry, error) {
 		return catalogEntry{}, fmt.Errorf("catalog entry: %w", err)
 	}
 	var c catalogEntry
-	ok := len(t) == 7
+	ok := len(t) == 7 || len(t) == 8
 	if ok {
 		var format, state int64
 		var okCursor bool
@@ -121,7 +126,12 @@ func decodeCatalogEntry(b []byte) (catalogEntry, error) {
 		c.cursor, okCursor = t[4].([]byte)
 		c.done, _ = asInt(t[5])
 		c.total, _ = asInt(t[6])
-		ok = ok && format == catalogFormat && (okCursor || t[4] == nil) &&
+		okDef := len(t) == 7
+		if len(t) == 8 {
+			c.def, okDef = t[7].([]byte)
+			okDef = okDef || t[7] == nil
+		}
+		ok = ok && (format == 1 && len(t) == 7 || format == catalogFormat && len(t) == 8) && (okCursor || t[4] == nil) && okDef &&
 			(c.state >= IndexWriteOnly && c.state <= IndexDisabled || c.state == indexDropped) && c.gen > 0
 	}
 	if !ok {
@@ -241,7 +251,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 	gens := map[string]int64{} // every generation below is garbage
 	for _, ix := range t.indexes.indexes {
 		key := catalogKey(t.prefix, ix.name)
-		next := catalogEntry{fingerprint: ix.fingerprint, gen: 1, state: fresh}
+		next := catalogEntry{fingerprint: ix.fingerprint, gen: 1, state: fresh, def: ix.def}
 		if old, known := stored[ix.name]; known {
 			c, err := decodeCatalogEntry(old)
 			if err != nil {
@@ -249,6 +259,11 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 			}
 			if c.state != indexDropped && c.fingerprint == ix.fingerprint {
 				next = c
+				if !bytes.Equal(c.def, ix.def) { // written before definitions were kept
+					next.def = ix.def
+					b.ExpectValue(key, old)
+					b.Put(key, next.encode())
+				}
 			} else {
 				next.gen = c.gen + 1
 				b.ExpectValue(key, old)
@@ -437,7 +452,7 @@ func (t *Table[T]) setState(ctx context.Context, name string, state IndexState) 
 		case state == IndexWriteOnly:
 			// A new generation: the disabled one may hold leftovers of
 			// writes that raced with the disabling.
-			c = catalogEntry{fingerprint: c.fingerprint, gen: c.gen + 1, state: IndexWriteOnly}
+			c = catalogEntry{fingerprint: c.fingerprint, gen: c.gen + 1, state: IndexWriteOnly, def: c.def}
 		default:
 			c.state, c.cursor, c.done, c.total = state, nil, 0, 0
 		}
@@ -528,4 +543,170 @@ func applyInPieces(ctx context.Context, s Store, b *Batch, before func() error) 
 		}
 	}
 	return nil
+}
+
+// IndexDefinition is an index as its table's catalog records it: enough for
+// a tool without the program's record types (cmd/indextable) to find its
+// entries and tell their keys from their primary keys.
+type IndexDefinition struct {
+	// PrimaryKey names the table's primary key fields.
+	PrimaryKey []string
+	// Fields names the key fields; Computed is set instead for a Key func.
+	Fields   []string
+	Computed bool
+	Strategy Strategy
+	// Projection names the fields a Partial entry holds.
+	Projection                  []string
+	Unique, Sparse, MultiValued bool
+	Consistency                 Consistency
+	// Placement is InterPartition or IntraPartition, as resolved.
+	Placement Placement
+}
+
+const definitionFormat = 1
+
+func (d IndexDefinition) encode() []byte {
+	t := Tuple{int64(definitionFormat)}
+	for _, names := range [][]string{d.PrimaryKey, d.Fields, d.Projection} {
+		t = append(t, int64(len(names)))
+		for _, n := range names {
+			t = append(t, n)
+		}
+	}
+	t = append(t, d.Computed, int64(d.Strategy), d.Unique, d.Sparse, d.MultiValued, int64(d.Consistency), int64(d.Placement))
+	b, err := EncodeTuple(t...)
+	if err != nil {
+		panic(err) // every element has a supported type
+	}
+	return b
+}
+
+func decodeIndexDefinition(b []byte) (IndexDefinition, error) {
+	var d IndexDefinition
+	t, err := DecodeTuple(b)
+	bad := fmt.Errorf("%w: index definition %q", ErrCodec, b)
+	if err != nil {
+		return d, fmt.Errorf("%w: %w", bad, err)
+	}
+	next := func() any {
+		if len(t) == 0 {
+			err = bad
+			return nil
+		}
+		v := t[0]
+		t = t[1:]
+		return v
+	}
+	integer := func() int64 {
+		n, ok := asInt(next())
+		if !ok {
+			err = bad
+		}
+		return n
+	}
+	flag := func() bool {
+		v, ok := next().(bool)
+		if !ok {
+			err = bad
+		}
+		return v
+	}
+	if integer() != definitionFormat {
+		return d, bad
+	}
+	for _, names := range []*[]string{&d.PrimaryKey, &d.Fields, &d.Projection} {
+		for n := integer(); err == nil && n > 0; n-- {
+			s, ok := next().(string)
+			if !ok {
+				return d, bad
+			}
+			*names = append(*names, s)
+		}
+	}
+	d.Computed, d.Strategy, d.Unique, d.Sparse, d.MultiValued = flag(), Strategy(integer()), flag(), flag(), flag()
+	d.Consistency, d.Placement = Consistency(integer()), Placement(integer())
+	if err == nil && len(t) > 0 {
+		err = bad
+	}
+	return d, err
+}
+
+// IndexInfo is one index of a TableInfo.
+type IndexInfo struct {
+	IndexStatus
+	// Definition is nil for an index whose catalog entry an older version of
+	// the library wrote, until the table is next opened.
+	Definition *IndexDefinition
+}
+
+// TableInfo is a table of a store, as its catalog records it.
+type TableInfo struct {
+	Name string
+	// Indexes holds its indexes in name order, dropped ones left out.
+	Indexes []IndexInfo
+}
+
+// ReadCatalog lists the tables of store in name order, with their indexes
+// as their catalogs record them, without the program's record types: it is
+// for tools. A table that never had an index is listed with none.
+func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
+	var out []TableInfo
+	var from []byte
+	for {
+		var name string
+		found := false
+		for e, err := range store.Scan(ctx, ScanRange{Start: from, Limit: 1}) {
+			if err != nil {
+				return nil, err
+			}
+			v, _, err := DecodeElement(e.Key)
+			s, ok := v.(string)
+			if err != nil || !ok {
+				return nil, fmt.Errorf("%w: key %q is not a table's", ErrCodec, e.Key)
+			}
+			name, found = s, true
+		}
+		if !found {
+			return out, nil
+		}
+		prefix := appendString(nil, name)
+		info, err := readTableInfo(ctx, store, name, prefix)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+		from = tupleEnd(prefix)
+	}
+}
+
+func readTableInfo(ctx context.Context, store Store, name string, prefix []byte) (TableInfo, error) {
+	info := TableInfo{Name: name}
+	space := appendInt(bytes.Clone(prefix), spaceCatalog)
+	for e, err := range store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
+		if err != nil {
+			return TableInfo{}, err
+		}
+		v, _, err := DecodeElement(e.Key[len(space):])
+		ixName, ok := v.(string)
+		if err != nil || !ok {
+			return TableInfo{}, fmt.Errorf("%w: table %q: catalog key %q", ErrCodec, name, e.Key)
+		}
+		c, err := decodeCatalogEntry(e.Value)
+		if err != nil {
+			return TableInfo{}, fmt.Errorf("table %q, index %q: %w", name, ixName, err)
+		}
+		if c.state == indexDropped {
+			continue
+		}
+		ii := IndexInfo{IndexStatus: IndexStatus{Name: ixName, State: c.state, Generation: c.gen, Placement: InterPartition, Done: c.done, Total: c.total}}
+		if c.def != nil {
+			d, err := decodeIndexDefinition(c.def)
+			if err != nil {
+				return TableInfo{}, fmt.Errorf("table %q, index %q: %w", name, ixName, err)
+			}
+			ii.Definition, ii.Placement = &d, d.Placement
+		}
+		info.Indexes = append(info.Indexes, ii)
+	}
+	return info, nil
 }

@@ -74,6 +74,7 @@ type indexTable struct {
 	unique      bool
 	sparse      bool
 	use         usageCounters
+	def         []byte // the encoded IndexDefinition, for the catalog
 }
 
 // entry is one index entry.
@@ -158,6 +159,14 @@ func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTab
 		name: spec.Name, key: spec.Key != nil, strategy: spec.Strategy,
 		unique: spec.Unique, sparse: spec.Sparse, multi: spec.MultiValued, eventual: ix.eventual, version: int64(spec.Version),
 	})
+	def := IndexDefinition{
+		Fields: spec.Fields, Computed: spec.Key != nil, Strategy: spec.Strategy, Projection: spec.Projection,
+		Unique: spec.Unique, Sparse: spec.Sparse, MultiValued: spec.MultiValued, Consistency: spec.Consistency, Placement: ix.placement(),
+	}
+	for _, f := range t.pk {
+		def.PrimaryKey = append(def.PrimaryKey, f.name)
+	}
+	ix.def = def.encode()
 	return ix, nil
 }
 
