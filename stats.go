@@ -203,8 +203,8 @@ func (m *indexManager) noteMutations(ops []Op) {
 	}
 }
 
-// usageKey is the key of the table's stored usage totals.
-func (t *Table[T]) usageKey() []byte { return appendInt(bytes.Clone(t.prefix), spaceUsage) }
+// usageKey is the key of the usage totals of the table with prefix.
+func usageKey(tablePrefix []byte) []byte { return appendInt(bytes.Clone(tablePrefix), spaceUsage) }
 
 // storedUsage is the usage totals SaveUsage keeps: the table's counts, and
 // each index's with its read keys still encoded.
@@ -311,10 +311,10 @@ func (u *storedUsage) add(writes, scans int64, indexes map[string]IndexUsage, ke
 	}
 }
 
-// readUsage returns the stored usage totals and the value they were read
-// from (nil when there is none).
-func (t *Table[T]) readUsage(ctx context.Context) (storedUsage, []byte, error) {
-	v, err := t.store.Get(ctx, t.usageKey())
+// readUsage returns the stored usage totals of the table with prefix, and
+// the value they were read from (nil when there is none).
+func readUsage(ctx context.Context, store Store, tablePrefix []byte) (storedUsage, []byte, error) {
+	v, err := store.Get(ctx, usageKey(tablePrefix))
 	if errors.Is(err, ErrNotFound) {
 		return storedUsage{indexes: map[string]IndexUsage{}, keys: map[string]map[string]int64{}}, nil, nil
 	}
@@ -322,33 +322,60 @@ func (t *Table[T]) readUsage(ctx context.Context) (storedUsage, []byte, error) {
 		return storedUsage{}, nil, err
 	}
 	u, err := decodeStoredUsage(v)
-	if err != nil {
-		return u, nil, fmt.Errorf("table %q: %w", t.name, err)
-	}
-	return u, v, nil
+	return u, v, err
 }
 
 // Usage returns what the table and its indexes have done: the totals that
 // SaveUsage stored, by every process, plus what this one has counted since
 // its last SaveUsage.
 func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
-	u, _, err := t.readUsage(ctx)
+	u, _, err := readUsage(ctx, t.store, t.prefix)
 	if err != nil {
-		return TableUsage{}, err
+		return TableUsage{}, fmt.Errorf("table %q: %w", t.name, err)
 	}
 	indexes := map[string]IndexUsage{}
 	keys := map[string]map[string]int64{}
+	names := make([]string, 0, len(t.indexes.indexes))
 	for _, ix := range t.indexes.indexes {
 		indexes[ix.name], keys[ix.name] = ix.use.snapshot()
+		names = append(names, ix.name)
 	}
 	u.add(t.writes.Load(), t.scans.Load(), indexes, keys)
+	out, err := u.usage(names)
+	if err != nil {
+		return TableUsage{}, fmt.Errorf("table %q: %w", t.name, err)
+	}
+	return out, nil
+}
+
+// UsageOf returns the usage totals that SaveUsage stored for table, without
+// the program's record types: it is for tools.
+func UsageOf(ctx context.Context, store Store, table string) (TableUsage, error) {
+	u, _, err := readUsage(ctx, store, appendString(nil, table))
+	if err != nil {
+		return TableUsage{}, fmt.Errorf("table %q: %w", table, err)
+	}
+	names := make([]string, 0, len(u.indexes))
+	for name := range u.indexes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out, err := u.usage(names)
+	if err != nil {
+		return TableUsage{}, fmt.Errorf("table %q: %w", table, err)
+	}
+	return out, nil
+}
+
+// usage returns the totals of u for the indexes names.
+func (u *storedUsage) usage(names []string) (TableUsage, error) {
 	out := TableUsage{Writes: u.writes, Scans: u.scans, Indexes: map[string]IndexUsage{}}
-	for _, ix := range t.indexes.indexes {
-		iu := u.indexes[ix.name]
-		for k, n := range u.keys[ix.name] {
+	for _, name := range names {
+		iu := u.indexes[name]
+		for k, n := range u.keys[name] {
 			key, err := DecodeTuple([]byte(k))
 			if err != nil {
-				return TableUsage{}, fmt.Errorf("%w: table %q: usage of index %q: %w", ErrCodec, t.name, ix.name, err)
+				return TableUsage{}, fmt.Errorf("%w: usage of index %q: %w", ErrCodec, name, err)
 			}
 			iu.ReadKeys = append(iu.ReadKeys, KeyReads{Key: key, Reads: n})
 		}
@@ -358,7 +385,7 @@ func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
 			}
 			return bytes.Compare(mustEncode(a.Key), mustEncode(b.Key))
 		})
-		out.Indexes[ix.name] = iu
+		out.Indexes[name] = iu
 	}
 	return out, nil
 }
@@ -394,9 +421,9 @@ func (t *Table[T]) SaveUsage(ctx context.Context) error {
 
 func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, indexes map[string]IndexUsage, keys map[string]map[string]int64) error {
 	for attempt := 1; ; attempt++ {
-		u, old, err := t.readUsage(ctx)
+		u, old, err := readUsage(ctx, t.store, t.prefix)
 		if err != nil {
-			return err
+			return fmt.Errorf("table %q: %w", t.name, err)
 		}
 		u.add(writes, scans, indexes, keys)
 		// Indexes the schema dropped go with this save.
@@ -406,13 +433,14 @@ func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, indexes m
 				delete(u.keys, name)
 			}
 		}
+		key := usageKey(t.prefix)
 		var b Batch
 		if old == nil {
-			b.ExpectAbsent(t.usageKey())
+			b.ExpectAbsent(key)
 		} else {
-			b.ExpectValue(t.usageKey(), old)
+			b.ExpectValue(key, old)
 		}
-		b.Put(t.usageKey(), u.encode())
+		b.Put(key, u.encode())
 		err = t.store.Apply(ctx, &b)
 		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			if err != nil {
@@ -454,21 +482,48 @@ type TableStats struct {
 // holds only one key at a time in memory. Entries of an eventual index that
 // its maintainers have not applied yet are not counted.
 func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
+	var indexes []*indexTable
+	for _, ix := range t.indexes.indexes {
+		if ix.maintained() {
+			indexes = append(indexes, ix)
+		}
+	}
+	return measure(ctx, t.store, t.name, t.factSpace, indexes, len(t.pk))
+}
+
+// StatsOf measures a table as ReadCatalog describes it, without the
+// program's record types: it is for tools. Indexes that are disabled, or
+// whose definition the catalog lacks, are left out.
+func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, error) {
+	prefix := appendString(nil, table.Name)
+	var indexes []*indexTable
+	pkArity := 0
+	for _, ii := range table.Indexes {
+		if ii.Definition == nil || ii.State == IndexDisabled {
+			continue
+		}
+		ix := &indexTable{name: ii.Name, unique: ii.Definition.Unique, intra: ii.Definition.Placement == IntraPartition}
+		ix.place(prefix, ii.Generation)
+		indexes = append(indexes, ix)
+		pkArity = len(ii.Definition.PrimaryKey)
+	}
+	return measure(ctx, store, table.Name, appendInt(prefix, spaceFact), indexes, pkArity)
+}
+
+// measure scans the fact table at factSpace and each of indexes.
+func measure(ctx context.Context, store Store, table string, factSpace []byte, indexes []*indexTable, pkArity int) (TableStats, error) {
 	var s TableStats
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace)}) {
+	for e, err := range store.Scan(ctx, ScanRange{Start: factSpace, End: tupleEnd(factSpace)}) {
 		if err != nil {
 			return TableStats{}, err
 		}
 		s.Records++
 		s.FactBytes += int64(len(e.Key) + len(e.Value))
 	}
-	for _, ix := range t.indexes.indexes {
-		if !ix.maintained() {
-			continue
-		}
-		is, err := t.indexStats(ctx, ix)
+	for _, ix := range indexes {
+		is, err := indexStats(ctx, store, ix, pkArity)
 		if err != nil {
-			return TableStats{}, err
+			return TableStats{}, fmt.Errorf("table %q: %w", table, err)
 		}
 		s.Indexes = append(s.Indexes, is)
 	}
@@ -477,7 +532,7 @@ func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
 
 // indexStats scans ix. Entries come in key order, so the entries of one key
 // are consecutive: counting runs finds the distinct keys and the most common.
-func (t *Table[T]) indexStats(ctx context.Context, ix *indexTable) (IndexStats, error) {
+func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (IndexStats, error) {
 	s := IndexStats{Index: ix.name}
 	var run, common []byte // the current run's key, the most common key
 	var n int64            // entries in the current run
@@ -486,13 +541,13 @@ func (t *Table[T]) indexStats(ctx context.Context, ix *indexTable) (IndexStats, 
 			common, s.CommonEntries = append(common[:0], run...), n
 		}
 	}
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: ix.prefix, End: tupleEnd(ix.prefix)}) {
+	for e, err := range store.Scan(ctx, ScanRange{Start: ix.prefix, End: tupleEnd(ix.prefix)}) {
 		if err != nil {
 			return IndexStats{}, err
 		}
-		pk, _, err := ix.splitEntry(e.Key, e.Value, len(t.pk))
+		pk, _, err := ix.splitEntry(e.Key, e.Value, pkArity)
 		if err != nil {
-			return IndexStats{}, fmt.Errorf("table %q: index %q: %w", t.name, ix.name, err)
+			return IndexStats{}, err
 		}
 		key := e.Key[len(ix.prefix):]
 		if !ix.unique {
@@ -512,7 +567,7 @@ func (t *Table[T]) indexStats(ctx context.Context, ix *indexTable) (IndexStats, 
 	if s.Entries > 0 {
 		var err error
 		if s.CommonKey, err = DecodeTuple(common); err != nil {
-			return IndexStats{}, fmt.Errorf("%w: table %q: index %q: %w", ErrMalformedKey, t.name, ix.name, err)
+			return IndexStats{}, fmt.Errorf("%w: index %q: %w", ErrMalformedKey, ix.name, err)
 		}
 	}
 	return s, nil

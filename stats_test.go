@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -116,6 +117,9 @@ func TestSaveUsageAddsUpOverProcesses(t *testing.T) {
 		keyReads += k.Reads
 	}
 	assert.Equal(t, int64(40), keyReads)
+	tool, err := it.UsageOf(ctx, s, "people")
+	require.NoError(t, err)
+	assert.Equal(t, u, tool, "a tool reads the same totals")
 
 	// What a process has not saved yet shows in its own Usage only.
 	drainAll(t, first, it.Query{Index: "town", Eq: it.Tuple{"T0"}})
@@ -153,7 +157,8 @@ func TestReadKeysKeepTheMostRead(t *testing.T) {
 
 func TestStats(t *testing.T) {
 	ctx := context.Background()
-	tbl := openPeople(t, it.NewMemoryStore())
+	store := it.NewMemoryStore()
+	tbl := openPeople(t, store)
 	empty, err := tbl.Stats(ctx)
 	require.NoError(t, err)
 	require.Zero(t, empty.Records)
@@ -196,6 +201,16 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, int64(1), email.CommonEntries)
 	assert.Greater(t, byName["town_name"].Bytes, town.Bytes, "a full copy takes more room than a key")
 	assert.Greater(t, s.FactBytes, town.Bytes)
+
+	// A tool without the record type measures the same from the catalog
+	// (indexes in name order there).
+	tables, err := it.ReadCatalog(ctx, store)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	tool, err := it.StatsOf(ctx, store, tables[0])
+	require.NoError(t, err)
+	slices.SortFunc(s.Indexes, func(a, b it.IndexStats) int { return strings.Compare(a.Index, b.Index) })
+	require.Equal(t, s, tool)
 }
 
 // account is the record of the advice tests.
