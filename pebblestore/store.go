@@ -42,6 +42,9 @@ import (
 // process or in another one.
 var ErrLocked = errors.New("pebblestore: directory in use")
 
+// ErrReadOnly reports a write to a store opened with Options.ReadOnly.
+var ErrReadOnly = errors.New("pebblestore: read-only")
+
 // Options configures Open. The zero value is a durable store with Pebble's
 // defaults, a 64 MiB block cache and bloom filters for point reads.
 type Options struct {
@@ -64,13 +67,20 @@ type Options struct {
 	// Logger receives Pebble's messages: informational ones at Debug level,
 	// errors at Error level. Nil drops them.
 	Logger *slog.Logger
+	// ReadOnly opens an existing store without writing to it, for tools:
+	// the directory must hold a store, Apply returns an error wrapping
+	// ErrReadOnly, and Pebble neither flushes nor compacts. It still takes
+	// the directory's lock, so it fails with ErrLocked while a program has
+	// the store open.
+	ReadOnly bool
 }
 
 // Store is an indextable.Store on a Pebble database. It is safe for
 // concurrent use.
 type Store struct {
-	wo   *pebble.WriteOptions
-	seed maphash.Seed
+	wo       *pebble.WriteOptions
+	seed     maphash.Seed
+	readOnly bool
 
 	mu   sync.RWMutex // held to read by every call on db, to write by Close
 	db   *pebble.DB   // nil once closed
@@ -96,7 +106,11 @@ var _ indextable.Store = (*Store)(nil)
 // needed. It fails with an error wrapping ErrLocked when another store holds
 // dir.
 func Open(dir string, opts Options) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if opts.ReadOnly {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("pebblestore: %w", err)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
 	// Pebble knows the directories this process holds by path, so every
@@ -125,7 +139,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else if po.CacheSize == 0 {
 		po.CacheSize = defaultCache
 	}
-	po.FS, po.Lock = vfs.Default, lock
+	po.FS, po.Lock, po.ReadOnly = vfs.Default, lock, opts.ReadOnly
 	if opts.Logger != nil || po.Logger == nil {
 		po.Logger = slogLogger{opts.Logger}
 	}
@@ -134,7 +148,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
 	}
-	s := &Store{wo: pebble.Sync, seed: maphash.MakeSeed(), db: db, lock: lock}
+	s := &Store{wo: pebble.Sync, seed: maphash.MakeSeed(), db: db, lock: lock, readOnly: opts.ReadOnly}
 	if opts.NoSync {
 		s.wo = pebble.NoSync
 	}
@@ -419,6 +433,9 @@ func step(it *pebble.Iterator, reverse bool) bool {
 func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	if err := indextable.CheckBatch(b); err != nil {
 		return fmt.Errorf("pebblestore: %w", err)
+	}
+	if s.readOnly && b.Len() > 0 {
+		return ErrReadOnly
 	}
 	ops := b.Ops()
 	if len(ops) == 0 {

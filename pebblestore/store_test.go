@@ -59,6 +59,45 @@ func TestReopen(t *testing.T) {
 	assert.Equal(t, []byte{}, v)
 }
 
+// TestReadOnly: a store opened read-only reads what was written (the
+// write-ahead log included), refuses writes, leaves the directory's files
+// as they were, and needs a store in the directory and its lock.
+func TestReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	_, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: true})
+	require.Error(t, err, "no store yet")
+	s := open(t, dir, pebblestore.Options{})
+	var b indextable.Batch
+	b.Put([]byte("a"), []byte("1"))
+	require.NoError(t, s.Apply(ctx, &b))
+	_, err = pebblestore.Open(dir, pebblestore.Options{ReadOnly: true})
+	require.ErrorIs(t, err, pebblestore.ErrLocked)
+	require.NoError(t, s.Close())
+
+	files := func() map[string]int64 {
+		out := map[string]int64{}
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			info, err := e.Info()
+			require.NoError(t, err)
+			out[e.Name()] = info.Size()
+		}
+		return out
+	}
+	before := files()
+	ro := open(t, dir, pebblestore.Options{ReadOnly: true})
+	v, err := ro.Get(ctx, []byte("a"))
+	require.NoError(t, err)
+	require.Equal(t, []byte("1"), v)
+	b.Reset()
+	b.Put([]byte("b"), []byte("2"))
+	require.ErrorIs(t, ro.Apply(ctx, &b), pebblestore.ErrReadOnly)
+	require.NoError(t, ro.Close())
+	require.Equal(t, before, files())
+}
+
 // TestLocked: a directory held by a store, in this process or another,
 // cannot be opened again until that store closes.
 func TestLocked(t *testing.T) {
