@@ -9,7 +9,7 @@ FUZZTIME ?= 30s
 # store's module (azstore) joins them once it exists; its tests need Azurite,
 # which scripts/azurite installs (pinned npm package), starts and stops.
 AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
-PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... $(AZSTORE)
+PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... ./cmd/indextable/... $(AZSTORE)
 
 .PHONY: test azurite bench bench-pebble bench-azurite bench-sharded bench-compare fuzz lint examples
 

@@ -42,12 +42,15 @@ func (k FindingKind) String() string {
 	return fmt.Sprintf("FindingKind(%d)", int(k))
 }
 
+// MarshalText writes the kind's name, so that JSON shows it as a word.
+func (k FindingKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // A Finding is what one of the pattern's rules says of one index, with the
 // numbers that made it say so.
 type Finding struct {
-	Index  string
-	Kind   FindingKind
-	Reason string
+	Index  string      `json:"index"`
+	Kind   FindingKind `json:"kind"`
+	Reason string      `json:"reason"`
 }
 
 func (f Finding) String() string { return fmt.Sprintf("index %q: %s: %s", f.Index, f.Kind, f.Reason) }

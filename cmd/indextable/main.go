@@ -1,0 +1,271 @@
+// Command indextable shows what the index tables of a Pebble store cost and
+// whether they are worth keeping, without the program that wrote them: it
+// opens the store read-only and reads each table's catalog, measures its
+// tables, reads the usage totals the program saved (Table.SaveUsage), and
+// applies the Index Table pattern's rules.
+//
+// Usage:
+//
+//	indextable [flags] catalog DIR   the tables and their index tables
+//	indextable [flags] stats DIR     what each holds, and its saved usage
+//	indextable [flags] advise DIR    the findings, with the numbers behind each
+//
+// Flags:
+//
+//	-json          print JSON instead of tables
+//	-table NAME    only the table NAME
+//	-min-writes N, -selectivity F, -skew F, -volatility F
+//	               advise's thresholds (see indextable.AdviseOptions)
+//
+// The program that writes the store must have closed it: the store's lock
+// keeps a second process out.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/pebblestore"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// errUsage reports bad arguments; run prints the usage with it.
+var errUsage = errors.New("usage: indextable [-json] [-table NAME] [advise thresholds] catalog|stats|advise DIR")
+
+// run runs the command line args, printing to stdout and stderr, and
+// returns the exit status: 0, 1 on an error, 2 on bad arguments.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("indextable", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	only := fs.String("table", "", "only this table")
+	var o indextable.AdviseOptions
+	fs.Int64Var(&o.MinWrites, "min-writes", 0, "record writes before an unread index is unused (0: the default)")
+	fs.Float64Var(&o.Selectivity, "selectivity", 0, "share of the records an average key selects at low cardinality (0: the default)")
+	fs.Float64Var(&o.Skew, "skew", 0, "share of the entries the most common key holds more than when skewed (0: the default)")
+	fs.Float64Var(&o.Volatility, "volatility", 0, "entry writes per read at which data is volatile (0: the default)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintln(stderr, errUsage)
+		return 2
+	}
+	command, dir := fs.Arg(0), fs.Arg(1)
+	if command != "catalog" && command != "stats" && command != "advise" {
+		fmt.Fprintf(stderr, "indextable: unknown command %q\n%v\n", command, errUsage)
+		return 2
+	}
+	if err := report(ctx, command, dir, *only, o, *asJSON, stdout); err != nil {
+		fmt.Fprintln(stderr, "indextable:", err)
+		return 1
+	}
+	return 0
+}
+
+// tableReport is what the commands say of one table; each fills its part.
+type tableReport struct {
+	Name     string               `json:"name"`
+	Indexes  []indexReport        `json:"indexes"`
+	Records  *int64               `json:"records,omitempty"`
+	Bytes    *int64               `json:"bytes,omitempty"`
+	Writes   *int64               `json:"writes,omitempty"`
+	Scans    *int64               `json:"scans,omitempty"`
+	Findings []indextable.Finding `json:"findings,omitempty"`
+}
+
+type indexReport struct {
+	Name       string                 `json:"name"`
+	State      string                 `json:"state"`
+	Generation int64                  `json:"generation"`
+	Strategy   string                 `json:"strategy,omitempty"`
+	Key        []string               `json:"key,omitempty"` // field names, or "Key func"
+	Projection []string               `json:"projection,omitempty"`
+	Flags      []string               `json:"flags,omitempty"` // unique, sparse, multi-valued, eventual
+	Placement  string                 `json:"placement"`
+	PrimaryKey []string               `json:"primaryKey,omitempty"`
+	BuildDone  int64                  `json:"buildDone,omitempty"`
+	BuildTotal int64                  `json:"buildTotal,omitempty"`
+	Stats      *indextable.IndexStats `json:"stats,omitempty"`
+	Usage      *usageReport           `json:"usage,omitempty"`
+}
+
+type usageReport struct {
+	indextable.IndexUsage
+	// WriteAmplification is the entry writes per record write.
+	WriteAmplification float64 `json:"writeAmplification"`
+}
+
+func report(ctx context.Context, command, dir, only string, o indextable.AdviseOptions, asJSON bool, w io.Writer) error {
+	store, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	tables, err := indextable.ReadCatalog(ctx, store)
+	if err != nil {
+		return err
+	}
+	var out []tableReport
+	for _, t := range tables {
+		if only != "" && t.Name != only {
+			continue
+		}
+		r := tableReport{Name: t.Name}
+		for _, ix := range t.Indexes {
+			r.Indexes = append(r.Indexes, describe(ix))
+		}
+		if command != "catalog" {
+			if err := measure(ctx, store, t, o, &r); err != nil {
+				return err
+			}
+		}
+		out = append(out, r)
+	}
+	if only != "" && len(out) == 0 {
+		return fmt.Errorf("%s has no table %q", dir, only)
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"tables": out})
+	}
+	return printTables(command, out, w)
+}
+
+// describe turns a catalog entry into its report.
+func describe(ix indextable.IndexInfo) indexReport {
+	r := indexReport{Name: ix.Name, State: ix.State.String(), Generation: ix.Generation, Placement: ix.Placement.String(),
+		BuildDone: ix.Done, BuildTotal: ix.Total}
+	d := ix.Definition
+	if d == nil {
+		r.Strategy = "(no definition: open the table once with this version)"
+		return r
+	}
+	r.Strategy, r.Projection, r.PrimaryKey = d.Strategy.String(), d.Projection, d.PrimaryKey
+	r.Key = d.Fields
+	if d.Computed {
+		r.Key = []string{"Key func"}
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{d.Unique, "unique"}, {d.Sparse, "sparse"}, {d.MultiValued, "multi-valued"}, {d.Consistency == indextable.Eventual, "eventual"}} {
+		if f.on {
+			r.Flags = append(r.Flags, f.name)
+		}
+	}
+	return r
+}
+
+// measure adds to r the table's stats, its saved usage and the findings.
+func measure(ctx context.Context, store indextable.Store, t indextable.TableInfo, o indextable.AdviseOptions, r *tableReport) error {
+	stats, err := indextable.StatsOf(ctx, store, t)
+	if err != nil {
+		return err
+	}
+	usage, err := indextable.UsageOf(ctx, store, t.Name)
+	if err != nil {
+		return err
+	}
+	r.Records, r.Bytes, r.Writes, r.Scans = &stats.Records, &stats.FactBytes, &usage.Writes, &usage.Scans
+	for i := range r.Indexes {
+		ix := &r.Indexes[i]
+		for _, s := range stats.Indexes {
+			if s.Index == ix.Name {
+				ix.Stats = &s
+			}
+		}
+		if u, ok := usage.Indexes[ix.Name]; ok {
+			ix.Usage = &usageReport{IndexUsage: u}
+			if usage.Writes > 0 {
+				ix.Usage.WriteAmplification = float64(u.Mutations) / float64(usage.Writes)
+			}
+		}
+	}
+	r.Findings = indextable.Findings(stats, usage, o)
+	return nil
+}
+
+// printTables prints the reports of command as aligned tables.
+func printTables(command string, tables []tableReport, w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, t := range tables {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		switch command {
+		case "catalog":
+			if len(t.Indexes) == 0 {
+				fmt.Fprintf(tw, "table %s: no index tables\n", t.Name)
+				continue
+			}
+			fmt.Fprintf(tw, "table %s\n", t.Name)
+			fmt.Fprintln(tw, "INDEX\tSTATE\tSTRATEGY\tKEY\tPROJECTION\tFLAGS\tPLACEMENT\tGENERATION")
+			for _, ix := range t.Indexes {
+				state := ix.State
+				if ix.BuildTotal > 0 && ix.State == indextable.IndexWriteOnly.String() {
+					state = fmt.Sprintf("%s (%d/%d built)", state, ix.BuildDone, ix.BuildTotal)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", ix.Name, state, ix.Strategy, join(ix.Key), join(ix.Projection),
+					join(ix.Flags), ix.Placement, ix.Generation)
+			}
+		case "stats":
+			fmt.Fprintf(tw, "table %s: %d records, %d bytes; %d record writes and %d fact-table scans counted\n", t.Name, *t.Records, *t.Bytes, *t.Writes, *t.Scans)
+			if len(t.Indexes) == 0 {
+				continue
+			}
+			fmt.Fprintln(tw, "INDEX\tENTRIES\tDISTINCT KEYS\tMOST COMMON KEY\tSHARE\tBYTES\tOF FACT BYTES\tREADS\tRETURNED\tENTRY WRITES\tPER RECORD WRITE")
+			for _, ix := range t.Indexes {
+				s, u := ix.Stats, ix.Usage
+				if s == nil {
+					fmt.Fprintf(tw, "%s\t(not measured: %s)\n", ix.Name, ix.State)
+					continue
+				}
+				share, of := "-", "-"
+				if s.Entries > 0 {
+					share = fmt.Sprintf("%.0f%%", 100*float64(s.CommonEntries)/float64(s.Entries))
+				}
+				if *t.Bytes > 0 {
+					of = fmt.Sprintf("%.2fx", float64(s.Bytes)/float64(*t.Bytes))
+				}
+				var reads, returned, mutations, amp string = "-", "-", "-", "-"
+				if u != nil {
+					reads, returned, mutations = fmt.Sprint(u.Reads), fmt.Sprint(u.Returned), fmt.Sprint(u.Mutations)
+					amp = fmt.Sprintf("%.2f", u.WriteAmplification)
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", ix.Name, s.Entries, s.DistinctKeys, s.CommonKey, share,
+					s.Bytes, of, reads, returned, mutations, amp)
+			}
+		case "advise":
+			if len(t.Findings) == 0 {
+				fmt.Fprintf(tw, "table %s: no findings\n", t.Name)
+				continue
+			}
+			fmt.Fprintf(tw, "table %s\n", t.Name)
+			fmt.Fprintln(tw, "INDEX\tFINDING\tWHY")
+			for _, f := range t.Findings {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Index, f.Kind, f.Reason)
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+func join(names []string) string {
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ",")
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/pebblestore"
+)
+
+type account struct {
+	ID     int
+	Email  string
+	Active bool
+	Town   string
+}
+
+// writeStore writes, as a program would, 200 accounts whose Active index
+// has two keys, whose Town index no query reads, and whose Email index is
+// read by email; it saves the usage and closes the store.
+func writeStore(t *testing.T, dir string) {
+	ctx := context.Background()
+	store, err := pebblestore.Open(dir, pebblestore.Options{NoSync: true})
+	require.NoError(t, err)
+	tbl, err := indextable.Open(ctx, store, indextable.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+		Indexes: []indextable.Index[account]{
+			{Name: "email", Fields: []string{"Email"}, Unique: true},
+			{Name: "active", Fields: []string{"Active"}, Strategy: indextable.FullCopy},
+			{Name: "town", Fields: []string{"Town"}, Strategy: indextable.Partial, Projection: []string{"Email"}},
+		}})
+	require.NoError(t, err)
+	for i := range 200 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Active: i%2 == 0, Town: fmt.Sprint("T", i%50)})
+		require.NoError(t, err)
+	}
+	for i := range 100 {
+		for _, err := range tbl.Find(ctx, indextable.Query{Index: "email", Eq: indextable.Tuple{fmt.Sprint(i, "@x")}}) {
+			require.NoError(t, err)
+		}
+		for _, err := range tbl.Find(ctx, indextable.Query{Index: "active", Eq: indextable.Tuple{true}, Limit: 1}) {
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, tbl.SaveUsage(ctx))
+	// A second table with no index.
+	logs, err := indextable.Open(ctx, store, indextable.Schema[account]{Name: "logs", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	_, err = logs.Insert(ctx, account{ID: 1})
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+}
+
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return stdout.String(), stderr.String(), code
+}
+
+func TestCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	writeStore(t, dir)
+
+	out, errs, code := runCLI(t, "catalog", dir)
+	require.Equal(t, 0, code, errs)
+	t.Log("\n" + out)
+	for _, want := range []string{"table accounts", "table logs: no index tables", "email", "readable", "keys-only", "unique", "full-copy", "partial", "Email", "inter-partition"} {
+		assert.Contains(t, out, want)
+	}
+
+	out, errs, code = runCLI(t, "stats", dir)
+	require.Equal(t, 0, code, errs)
+	t.Log("\n" + out)
+	assert.Contains(t, out, "table accounts: 200 records")
+	assert.Regexp(t, `active\s+200\s+2\s+\[false\]\s+50%`, out)
+	assert.Regexp(t, `email\s+200\s+200\s+.*\s+100\s+100\s+200\s+1\.00`, out)
+
+	out, errs, code = runCLI(t, "-min-writes", "100", "advise", dir)
+	require.Equal(t, 0, code, errs)
+	t.Log("\n" + out)
+	assert.Regexp(t, `active\s+low-cardinality\s+2 distinct keys over 200 entries`, out)
+	assert.Regexp(t, `town\s+unused\s+no query read it in 200 record writes`, out)
+	assert.NotRegexp(t, `email\s+(unused|low-cardinality|skewed|volatile)`, out, "the healthy index has no finding")
+	assert.Contains(t, out, "table logs: no findings")
+
+	out, errs, code = runCLI(t, "-json", "-table", "accounts", "-min-writes", "100", "advise", dir)
+	require.Equal(t, 0, code, errs)
+	var got struct {
+		Tables []struct {
+			Name     string
+			Records  int64
+			Findings []struct{ Index, Kind, Reason string }
+			Indexes  []struct {
+				Name  string
+				Stats struct{ Entries, DistinctKeys int64 }
+				Usage struct {
+					Reads              int64
+					WriteAmplification float64
+				}
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got.Tables, 1)
+	acc := got.Tables[0]
+	assert.Equal(t, int64(200), acc.Records)
+	var kinds []string
+	for _, f := range acc.Findings {
+		kinds = append(kinds, f.Index+" "+f.Kind)
+	}
+	assert.Equal(t, []string{"active low-cardinality", "town unused"}, kinds)
+	for _, ix := range acc.Indexes {
+		if ix.Name == "email" {
+			assert.Equal(t, int64(200), ix.Stats.DistinctKeys)
+			assert.Equal(t, int64(100), ix.Usage.Reads)
+			assert.InDelta(t, 1.0, ix.Usage.WriteAmplification, 1e-9)
+		}
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	writeStore(t, dir)
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{nil, 2, "usage"},
+		{[]string{"stats"}, 2, "usage"},
+		{[]string{"drop", dir}, 2, `unknown command "drop"`},
+		{[]string{"-bogus", "stats", dir}, 2, "bogus"},
+		{[]string{"stats", filepath.Join(dir, "missing")}, 1, "no such file"},
+		{[]string{"-table", "nope", "stats", dir}, 1, `no table "nope"`},
+	} {
+		_, errs, code := runCLI(t, tc.args...)
+		assert.Equal(t, tc.code, code, "%q", tc.args)
+		assert.Contains(t, errs, tc.says, "%q", tc.args)
+	}
+
+	// While a program has the store open, the tool is kept out.
+	store, err := pebblestore.Open(dir, pebblestore.Options{})
+	require.NoError(t, err)
+	defer store.Close()
+	_, errs, code := runCLI(t, "catalog", dir)
+	assert.Equal(t, 1, code)
+	assert.True(t, strings.Contains(errs, "in use"), errs)
+}
