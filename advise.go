@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 )
 
 // FindingKind is the rule of the Index Table pattern that a Finding
@@ -26,6 +27,11 @@ const (
 	// Volatile: the data changes far more often than the index is read, so
 	// keeping the index costs more than the reads it serves save.
 	Volatile
+	// UnindexedFilter: queries often scan the fact table filtering on the
+	// same fields (Query.Where); an index table keyed on them would answer
+	// each with a range read. The finding names the index that already
+	// leads with those fields, if one does, and no index otherwise.
+	UnindexedFilter
 )
 
 func (k FindingKind) String() string {
@@ -38,6 +44,8 @@ func (k FindingKind) String() string {
 		return "skewed"
 	case Volatile:
 		return "volatile"
+	case UnindexedFilter:
+		return "unindexed-filter"
 	}
 	return fmt.Sprintf("FindingKind(%d)", int(k))
 }
@@ -53,7 +61,12 @@ type Finding struct {
 	Reason string      `json:"reason"`
 }
 
-func (f Finding) String() string { return fmt.Sprintf("index %q: %s: %s", f.Index, f.Kind, f.Reason) }
+func (f Finding) String() string {
+	if f.Index == "" {
+		return fmt.Sprintf("%s: %s", f.Kind, f.Reason)
+	}
+	return fmt.Sprintf("index %q: %s: %s", f.Index, f.Kind, f.Reason)
+}
 
 // AdviseOptions sets when Advise speaks. A zero field takes its default.
 type AdviseOptions struct {
@@ -69,6 +82,9 @@ type AdviseOptions struct {
 	// Volatility is the number of entry mutations per read at which the
 	// data is volatile (default 10).
 	Volatility float64
+	// MinScans is how many scans of the fact table must have filtered on
+	// the same fields for an index on them to be proposed (default 100).
+	MinScans int64
 }
 
 func (o AdviseOptions) withDefaults() AdviseOptions {
@@ -84,6 +100,9 @@ func (o AdviseOptions) withDefaults() AdviseOptions {
 	if o.Volatility <= 0 {
 		o.Volatility = 10
 	}
+	if o.MinScans <= 0 {
+		o.MinScans = 100
+	}
 	return o
 }
 
@@ -91,6 +110,10 @@ func (o AdviseOptions) withDefaults() AdviseOptions {
 // returns the findings of the pattern's rules for each index (Findings).
 // It scans the whole table.
 func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, error) {
+	info, err := readTableInfo(ctx, t.store, t.name, t.prefix)
+	if err != nil {
+		return nil, err
+	}
 	stats, err := t.Stats(ctx)
 	if err != nil {
 		return nil, err
@@ -99,13 +122,14 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 	if err != nil {
 		return nil, err
 	}
-	return Findings(stats, usage, opts), nil
+	return Findings(info, stats, usage, opts), nil
 }
 
-// Findings applies the pattern's rules to what a table holds and what it
-// has done, index by index in the order of stats; an index that no rule
-// objects to has no finding.
-func Findings(stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
+// Findings applies the pattern's rules to a table as its catalog describes
+// it, what it holds and what it has done: index by index in the order of
+// stats, then the filters of its scans. An index that no rule objects to
+// has no finding.
+func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
 	o := opts.withDefaults()
 	var out []Finding
 	for _, s := range stats.Indexes {
@@ -137,7 +161,39 @@ func Findings(stats TableStats, usage TableUsage, opts AdviseOptions) []Finding 
 			add(Volatile, "%d entry writes for %d reads: %.0f writes a read", u.Mutations, u.Reads, float64(u.Mutations)/float64(u.Reads))
 		}
 	}
+	for _, fu := range usage.Filters {
+		if fu.Scans < o.MinScans {
+			continue
+		}
+		f := Finding{Kind: UnindexedFilter}
+		for _, ii := range table.Indexes {
+			if d := ii.Definition; d != nil && ii.State == IndexReadable && leadsWith(d.Fields, fu.Fields) {
+				f.Index = ii.Name
+				break
+			}
+		}
+		if f.Index != "" {
+			f.Reason = fmt.Sprintf("%d scans of the fact table filtered on %v, which this index leads with: query it instead", fu.Scans, fu.Fields)
+		} else {
+			f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v: an index on them would answer each with a range", fu.Scans, stats.Records, fu.Fields)
+		}
+		out = append(out, f)
+	}
 	return out
+}
+
+// leadsWith reports whether the first len(set) of fields are the names of
+// set, in any order.
+func leadsWith(fields, set []string) bool {
+	if len(fields) < len(set) {
+		return false
+	}
+	for _, name := range fields[:len(set)] {
+		if !slices.Contains(set, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // commonReads returns how many of the reads that fixed a key asked for a

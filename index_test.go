@@ -855,6 +855,13 @@ func TestQueries(t *testing.T) {
 		{"exact excludes longer values", it.Query{Index: "name", Eq: it.Tuple{"Evans"}}, []int{40, 41}},
 		{"inclusive upper bound excludes longer values", it.Query{Index: "name", Upper: it.Inclusive("Evans")}, []int{0, 1, 10, 11, 20, 21, 30, 31, 40, 41}},
 		{"exclusive lower bound keeps longer values", it.Query{Index: "name", Lower: it.Exclusive("Evans")}, []int{50}},
+		{"filtered scan", it.Query{Where: map[string]any{"Town": "Seattle"}}, []int{1, 11, 21, 31, 41}},
+		{"filtered scan on two fields", it.Query{Where: map[string]any{"Town": "Redmond", "Name": "Clark"}}, []int{20}},
+		{"filtered scan with limit", it.Query{Where: map[string]any{"Town": "Seattle"}, Limit: 2}, []int{1, 11}},
+		{"filtered scan matching nothing", it.Query{Where: map[string]any{"Town": "Tacoma"}}, nil},
+		{"filtered range of a partial index", it.Query{Index: "name", Lower: it.Inclusive("D"), Where: map[string]any{"Town": "Seattle"}}, []int{31, 41}},
+		{"filtered keys-only read with limit", it.Query{Index: "town", Eq: it.Tuple{"Redmond"}, Where: map[string]any{"Name": "Evans"}, Limit: 1}, []int{40}},
+		{"filtered full-copy read, descending", it.Query{Index: "town_name", Eq: it.Tuple{"Redmond"}, Reverse: true, Where: map[string]any{"ID": 10}}, []int{10}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, ids(c.q)) })
@@ -864,6 +871,15 @@ func TestQueries(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 	ok, err = tbl.Exists(ctx, it.Query{Index: "town", Eq: it.Tuple{"Tacoma"}})
+	require.NoError(t, err)
+	assert.False(t, ok)
+	n, err := tbl.Count(ctx, it.Query{Where: map[string]any{"Town": "Seattle"}})
+	require.NoError(t, err)
+	assert.Equal(t, 5, n)
+	n, err = tbl.Count(ctx, it.Query{Index: "town", Eq: it.Tuple{"Redmond"}, Where: map[string]any{"Name": "Evans"}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	ok, err = tbl.Exists(ctx, it.Query{Where: map[string]any{"Town": "Tacoma"}})
 	require.NoError(t, err)
 	assert.False(t, ok)
 
@@ -880,6 +896,10 @@ func TestQueries(t *testing.T) {
 		{"unsupported type", it.Query{Index: "score_mod", Eq: it.Tuple{struct{}{}}}, it.ErrUnsupportedType},
 		{"negative limit", it.Query{Limit: -1}, it.ErrInvalidQuery},
 		{"garbage cursor", it.Query{Index: "town", Cursor: "!!"}, it.ErrInvalidCursor},
+		{"Where on an unknown field", it.Query{Where: map[string]any{"Nope": 1}}, it.ErrInvalidQuery},
+		{"Where on a slice field", it.Query{Where: map[string]any{"Tags": "a"}}, it.ErrInvalidQuery},
+		{"Where with the wrong type", it.Query{Where: map[string]any{"Town": 3}}, it.ErrInvalidQuery},
+		{"Where on a covered read", it.Query{Index: "town", Covered: true, Where: map[string]any{"Town": "Seattle"}}, it.ErrInvalidQuery},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -904,6 +924,8 @@ func TestFindPageResumesWithCursors(t *testing.T) {
 		{Index: "tags", Covered: true},
 		{Index: "tags"},
 		{},
+		{Where: map[string]any{"Town": "S"}},
+		{Index: "name", Where: map[string]any{"Town": "R"}, Reverse: true},
 	} {
 		want := collect(t, tbl, q)
 		for _, size := range []int{1, 4, 7, len(want), 100} {

@@ -11,6 +11,7 @@ import (
 	"iter"
 	"reflect"
 	"slices"
+	"strings"
 	"unsafe"
 )
 
@@ -51,6 +52,13 @@ type Query struct {
 	// other fields are left zero. A FullCopy entry holds the whole record,
 	// and its reads never touch the fact table.
 	Covered bool
+	// Where keeps only the records whose fields hold the given values, by
+	// field name; each field is single-valued and of a key type. Without
+	// Index, the whole fact table is read and filtered: the scan an index
+	// saves, which Usage counts by the fields filtered on, so that Advise
+	// can propose the index. Limit counts the records kept. A covered read
+	// cannot be filtered.
+	Where map[string]any
 }
 
 // Bound is one end of a range on a key component.
@@ -78,6 +86,47 @@ type scanPlan struct {
 	table, index string
 	buf          []byte // holds r.Start and r.End, reused by the next plan
 	eq           []byte // the encoded Eq, in buf
+	where        []whereCond
+	filter       string // Where's field names, sorted and joined by commas
+}
+
+// whereCond is one equality of Query.Where: a field, and the value it must
+// hold, encoded as a key element.
+type whereCond struct {
+	f    field
+	want []byte
+}
+
+// compileWhere compiles q.Where into p.
+func (t *Table[T]) compileWhere(q Query, p *scanPlan) error {
+	if len(q.Where) == 0 {
+		return nil
+	}
+	if q.Covered {
+		return fmt.Errorf("%w: Where needs whole records; a covered read has only the index's fields", ErrInvalidQuery)
+	}
+	names := make([]string, 0, len(q.Where))
+	for name := range q.Where {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		f, err := lookupField(t.rtype, name, false)
+		if err != nil {
+			return fmt.Errorf("%w: Where: %w", ErrInvalidQuery, err)
+		}
+		w, _, err := queryComponent(&f, q.Where[name])
+		if err != nil {
+			return fmt.Errorf("Where %q: %w", name, err)
+		}
+		want, err := AppendElement(nil, w)
+		if err != nil {
+			return fmt.Errorf("%w: Where %q: %w", ErrInvalidQuery, name, err)
+		}
+		p.where = append(p.where, whereCond{f, want})
+	}
+	p.filter = strings.Join(names, ",")
+	return nil
 }
 
 // fingerprint identifies the query a cursor belongs to: its table, index,
@@ -106,6 +155,9 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	}
 	if q.Limit < 0 {
 		return fmt.Errorf("%w: negative limit %d", ErrInvalidQuery, q.Limit)
+	}
+	if err := t.compileWhere(q, p); err != nil {
+		return err
 	}
 	bounded := q.Lower != nil || q.Upper != nil
 	if fields != nil {
@@ -278,11 +330,13 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 	rd := t.newReader()
 	defer t.freeReader(rd)
-	q.Covered = true // counted from the entries alone, so checked as a covered read
+	if len(q.Where) == 0 {
+		q.Covered = true // counted from the entries alone, so checked as a covered read
+	}
 	if err := t.prepare(ctx, q, rd); err != nil {
 		return 0, err
 	}
-	if rd.check || len(rd.pending) > 0 {
+	if rd.check || len(rd.pending) > 0 || len(q.Where) > 0 {
 		n := 0
 		var err error
 		t.read(ctx, rd, q, nil, func(_ T, e error) bool {
@@ -323,6 +377,9 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 	ix := rd.plan.ix
 	if ix == nil {
 		t.scans.Add(1)
+		if rd.plan.filter != "" {
+			t.noteFilter(rd.plan.filter)
+		}
 		return nil
 	}
 	if err := t.readable(ctx, ix); err != nil {
@@ -361,7 +418,7 @@ func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func(
 	p := &rd.plan
 	r := p.r
 	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
-		if len(rd.pending) == 0 {
+		if len(rd.pending) == 0 && len(p.where) == 0 {
 			r.Limit = q.Limit // else some entries may be skipped
 		}
 		for e, err := range t.store.Scan(ctx, r) {
@@ -412,15 +469,16 @@ type reader[T any] struct {
 	plan scanPlan
 	// check: check each entry against its fact record; or pending: those
 	// of these records (encoded primary keys).
-	check   bool
-	pending [][]byte
-	limit   int
-	onKey   func([]byte)
-	yield   func(T, error) bool
-	rec     T // decoded into, then yielded by value
-	zero    T
-	n       int // records yielded
-	f       fetcher[T]
+	check    bool
+	pending  [][]byte
+	limit    int
+	onKey    func([]byte)
+	yield    func(T, error) bool
+	rec      T      // decoded into, then yielded by value
+	whereBuf []byte // a field's encoding, to compare with Where
+	zero     T
+	n        int // records yielded
+	f        fetcher[T]
 }
 
 func (t *Table[T]) newReader() *reader[T] {
@@ -452,7 +510,26 @@ func (t *Table[T]) freeReader(rd *reader[T]) {
 
 func (rd *reader[T]) fail(err error) { rd.yield(rd.zero, err) }
 
+// matches reports whether rd.rec holds the values of the query's Where.
+func (rd *reader[T]) matches() bool {
+	rv := reflect.ValueOf(&rd.rec).Elem()
+	for _, c := range rd.plan.where {
+		fv := c.f.get(rv)
+		if !fv.IsValid() {
+			return false
+		}
+		rd.whereBuf = appendKeyValue(rd.whereBuf[:0], fv)
+		if !bytes.Equal(rd.whereBuf, c.want) {
+			return false
+		}
+	}
+	return true
+}
+
 func (rd *reader[T]) emit(key []byte) bool {
+	if len(rd.plan.where) > 0 && !rd.matches() {
+		return true
+	}
 	if rd.onKey != nil {
 		rd.onKey(key)
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -51,8 +53,65 @@ type TableUsage struct {
 	Writes int64
 	// Scans is the number of queries that read the fact table.
 	Scans int64
+	// Filters counts the scans of the fact table that filtered records
+	// (Query.Where without Index) by the fields they filtered on, the most
+	// frequent first.
+	Filters []FilterUse
 	// Indexes holds each index's usage, by name.
 	Indexes map[string]IndexUsage
+}
+
+// FilterUse is how many scans of the fact table filtered on Fields.
+type FilterUse struct {
+	Fields []string
+	Scans  int64
+}
+
+// filtersKept bounds the field sets a table counts.
+const filtersKept = 64
+
+// filterCounts count scans of the fact table by the fields they filtered
+// on (joined by commas); the zero value is ready.
+type filterCounts struct {
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+// noteFilter counts a scan of the fact table filtered on fields, unless
+// filtersKept other field sets are counted already.
+func (t *Table[T]) noteFilter(fields string) {
+	c := &t.filters
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.counts[fields]; ok || len(c.counts) < filtersKept {
+		if c.counts == nil {
+			c.counts = map[string]int64{}
+		}
+		c.counts[fields]++
+	}
+}
+
+// take returns the counts, resetting them when reset is set.
+func (c *filterCounts) take(reset bool) map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := maps.Clone(c.counts)
+	if reset {
+		c.counts = nil
+	}
+	return out
+}
+
+// give adds back counts that take returned.
+func (c *filterCounts) give(counts map[string]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, n := range counts {
+		if c.counts == nil {
+			c.counts = map[string]int64{}
+		}
+		c.counts[k] += n
+	}
 }
 
 // readKeysKept bounds IndexUsage.ReadKeys. The first readKeysExact reads
@@ -210,17 +269,23 @@ func usageKey(tablePrefix []byte) []byte { return appendInt(bytes.Clone(tablePre
 // each index's with its read keys still encoded.
 type storedUsage struct {
 	writes, scans int64
+	filters       map[string]int64
 	indexes       map[string]IndexUsage
 	keys          map[string]map[string]int64
 }
 
 const usageFormat = 1
 
-// encode lays u out as one tuple: the format, writes, scans, then for each
-// index its name, reads, returned, mutations, the number of its read keys
-// and each key with its count.
+// encode lays u out as one tuple: the format, writes, scans, the number of
+// filters and each filter's fields with its count, then for each index its
+// name, reads, returned, mutations, the number of its read keys and each
+// key with its count.
 func (u *storedUsage) encode() []byte {
-	t := Tuple{int64(usageFormat), u.writes, u.scans}
+	t := Tuple{int64(usageFormat), u.writes, u.scans, int64(len(u.filters))}
+	filters := slices.Sorted(maps.Keys(u.filters))
+	for _, f := range filters {
+		t = append(t, f, u.filters[f])
+	}
 	names := make([]string, 0, len(u.indexes))
 	for name := range u.indexes {
 		names = append(names, name)
@@ -246,7 +311,7 @@ func (u *storedUsage) encode() []byte {
 }
 
 func decodeStoredUsage(b []byte) (storedUsage, error) {
-	u := storedUsage{indexes: map[string]IndexUsage{}, keys: map[string]map[string]int64{}}
+	u := newStoredUsage()
 	t, err := DecodeTuple(b)
 	if err != nil {
 		return u, fmt.Errorf("%w: usage record: %w", ErrCodec, err)
@@ -268,6 +333,17 @@ func decodeStoredUsage(b []byte) (storedUsage, error) {
 		return u, fmt.Errorf("%w: usage record: unknown format", ErrCodec)
 	}
 	u.writes, u.scans = next(), next()
+	for n := next(); err == nil && n > 0; n-- {
+		if len(t) == 0 {
+			return u, bad
+		}
+		f, ok := t[0].(string)
+		if !ok {
+			return u, bad
+		}
+		t = t[1:]
+		u.filters[f] = next()
+	}
 	for err == nil && len(t) > 0 {
 		name, ok := t[0].(string)
 		if !ok {
@@ -293,10 +369,19 @@ func decodeStoredUsage(b []byte) (storedUsage, error) {
 	return u, err
 }
 
+func newStoredUsage() storedUsage {
+	return storedUsage{filters: map[string]int64{}, indexes: map[string]IndexUsage{}, keys: map[string]map[string]int64{}}
+}
+
 // add adds the counts of this process to u.
-func (u *storedUsage) add(writes, scans int64, indexes map[string]IndexUsage, keys map[string]map[string]int64) {
+func (u *storedUsage) add(writes, scans int64, filters map[string]int64, indexes map[string]IndexUsage, keys map[string]map[string]int64) {
 	u.writes += writes
 	u.scans += scans
+	for f, n := range filters {
+		if _, ok := u.filters[f]; ok || len(u.filters) < filtersKept {
+			u.filters[f] += n
+		}
+	}
 	for name, iu := range indexes {
 		have := u.indexes[name]
 		have.Reads += iu.Reads
@@ -316,7 +401,7 @@ func (u *storedUsage) add(writes, scans int64, indexes map[string]IndexUsage, ke
 func readUsage(ctx context.Context, store Store, tablePrefix []byte) (storedUsage, []byte, error) {
 	v, err := store.Get(ctx, usageKey(tablePrefix))
 	if errors.Is(err, ErrNotFound) {
-		return storedUsage{indexes: map[string]IndexUsage{}, keys: map[string]map[string]int64{}}, nil, nil
+		return newStoredUsage(), nil, nil
 	}
 	if err != nil {
 		return storedUsage{}, nil, err
@@ -340,7 +425,7 @@ func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
 		indexes[ix.name], keys[ix.name] = ix.use.snapshot()
 		names = append(names, ix.name)
 	}
-	u.add(t.writes.Load(), t.scans.Load(), indexes, keys)
+	u.add(t.writes.Load(), t.scans.Load(), t.filters.take(false), indexes, keys)
 	out, err := u.usage(names)
 	if err != nil {
 		return TableUsage{}, fmt.Errorf("table %q: %w", t.name, err)
@@ -370,6 +455,15 @@ func UsageOf(ctx context.Context, store Store, table string) (TableUsage, error)
 // usage returns the totals of u for the indexes names.
 func (u *storedUsage) usage(names []string) (TableUsage, error) {
 	out := TableUsage{Writes: u.writes, Scans: u.scans, Indexes: map[string]IndexUsage{}}
+	for f, n := range u.filters {
+		out.Filters = append(out.Filters, FilterUse{Fields: strings.Split(f, ","), Scans: n})
+	}
+	slices.SortFunc(out.Filters, func(a, b FilterUse) int {
+		if a.Scans != b.Scans {
+			return int(b.Scans - a.Scans)
+		}
+		return slices.Compare(a.Fields, b.Fields)
+	})
 	for _, name := range names {
 		iu := u.indexes[name]
 		for k, n := range u.keys[name] {
@@ -402,16 +496,17 @@ func mustEncode(t Tuple) []byte {
 // table. Indexes the schema no longer declares keep their totals until the
 // table is opened without them and saved.
 func (t *Table[T]) SaveUsage(ctx context.Context) error {
-	writes, scans := t.writes.Swap(0), t.scans.Swap(0)
+	writes, scans, filters := t.writes.Swap(0), t.scans.Swap(0), t.filters.take(true)
 	indexes := map[string]IndexUsage{}
 	keys := map[string]map[string]int64{}
 	for _, ix := range t.indexes.indexes {
 		indexes[ix.name], keys[ix.name] = ix.use.take()
 	}
-	err := t.saveUsage(ctx, writes, scans, indexes, keys)
+	err := t.saveUsage(ctx, writes, scans, filters, indexes, keys)
 	if err != nil { // give the counts back, for a later save
 		t.writes.Add(writes)
 		t.scans.Add(scans)
+		t.filters.give(filters)
 		for _, ix := range t.indexes.indexes {
 			ix.use.give(indexes[ix.name], keys[ix.name])
 		}
@@ -419,13 +514,13 @@ func (t *Table[T]) SaveUsage(ctx context.Context) error {
 	return err
 }
 
-func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, indexes map[string]IndexUsage, keys map[string]map[string]int64) error {
+func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, filters map[string]int64, indexes map[string]IndexUsage, keys map[string]map[string]int64) error {
 	for attempt := 1; ; attempt++ {
 		u, old, err := readUsage(ctx, t.store, t.prefix)
 		if err != nil {
 			return fmt.Errorf("table %q: %w", t.name, err)
 		}
-		u.add(writes, scans, indexes, keys)
+		u.add(writes, scans, filters, indexes, keys)
 		// Indexes the schema dropped go with this save.
 		for name := range u.indexes {
 			if t.indexes.lookup(name) == nil {

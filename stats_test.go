@@ -289,3 +289,41 @@ func TestAdvise(t *testing.T) {
 		})
 	}
 }
+
+// TestAdviseProposesIndexesForFrequentFilters: scans of the fact table that
+// filter on the same fields are counted by those fields, saved, and, past
+// MinScans, proposed as an index, or pointed at the index that leads with
+// them.
+func TestAdviseProposesIndexesForFrequentFilters(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[account]{{Name: "town_email", Fields: []string{"Town", "Email"}}}})
+	require.NoError(t, err)
+	for i := range 100 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Active: i%2 == 0, Town: fmt.Sprint("T", i)})
+		require.NoError(t, err)
+	}
+	scan := func(n int, where map[string]any) {
+		for range n {
+			drainAll(t, tbl, it.Query{Where: where, Limit: 1})
+		}
+	}
+	scan(200, map[string]any{"Active": true, "Score": 0})
+	scan(150, map[string]any{"Town": "T1"})
+	scan(10, map[string]any{"Email": "1@x"})
+	for range 20 { // reads enough for its 100 entry writes, and not scans
+		drainAll(t, tbl, it.Query{Index: "town_email", Where: map[string]any{"Active": true}})
+	}
+	require.NoError(t, tbl.SaveUsage(ctx))
+	u, err := it.UsageOf(ctx, s, "accounts")
+	require.NoError(t, err)
+	assert.Equal(t, int64(360), u.Scans)
+	assert.Equal(t, []it.FilterUse{{Fields: []string{"Active", "Score"}, Scans: 200}, {Fields: []string{"Town"}, Scans: 150}, {Fields: []string{"Email"}, Scans: 10}}, u.Filters)
+
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	require.Len(t, findings, 2, "%v", findings)
+	assert.Equal(t, it.Finding{Kind: it.UnindexedFilter, Reason: "200 scans of the 100 records filtered on [Active Score]: an index on them would answer each with a range"}, findings[0])
+	assert.Equal(t, it.Finding{Index: "town_email", Kind: it.UnindexedFilter, Reason: "150 scans of the fact table filtered on [Town], which this index leads with: query it instead"}, findings[1])
+}

@@ -88,6 +88,7 @@ type Table[T any] struct {
 	writers    sync.Pool     // *writeBuffers[T], to reuse write buffers
 	writes     atomic.Int64  // record writes committed, for Usage
 	scans      atomic.Int64  // queries of the fact table, for Usage
+	filters    filterCounts  // filtered scans of the fact table, for Usage
 	wake       chan struct{} // a change was queued: wakes a maintainer
 }
 

@@ -194,7 +194,7 @@ func measure(ctx context.Context, store indextable.Store, t indextable.TableInfo
 			}
 		}
 	}
-	r.Findings = indextable.Findings(stats, usage, o)
+	r.Findings = indextable.Findings(t, stats, usage, o)
 	return nil
 }
 
