@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -32,6 +33,10 @@ const (
 	// each with a range read. The finding names the index that already
 	// leads with those fields, if one does, and no index otherwise.
 	UnindexedFilter
+	// Projection: every read of a FullCopy index named the few fields it
+	// uses (Query.Fields), so a KeysOnly or Partial index would answer the
+	// same reads from its entries, without a whole copy of every record.
+	Projection
 )
 
 func (k FindingKind) String() string {
@@ -46,6 +51,8 @@ func (k FindingKind) String() string {
 		return "volatile"
 	case UnindexedFilter:
 		return "unindexed-filter"
+	case Projection:
+		return "projection"
 	}
 	return fmt.Sprintf("FindingKind(%d)", int(k))
 }
@@ -160,6 +167,20 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		if u.Reads > 0 && float64(u.Mutations) >= o.Volatility*float64(u.Reads) {
 			add(Volatile, "%d entry writes for %d reads: %.0f writes a read", u.Mutations, u.Reads, float64(u.Mutations)/float64(u.Reads))
 		}
+		if d := definition(table, s.Index); d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
+			read := slices.Sorted(maps.Keys(u.FieldsRead))
+			var extra []string // read, and not in the entry's key
+			for _, f := range read {
+				if !slices.Contains(d.PrimaryKey, f) && (d.MultiValued || !slices.Contains(d.Fields, f)) {
+					extra = append(extra, f)
+				}
+			}
+			if len(extra) == 0 {
+				add(Projection, "all %d reads named only key fields (%v): KeysOnly would answer them from its entries, with no copy of the records", u.Reads, read)
+			} else {
+				add(Projection, "all %d reads named only fields among %v: Partial with Projection %v would answer them from its entries, with no whole copy of the records", u.Reads, read, extra)
+			}
+		}
 	}
 	for _, fu := range usage.Filters {
 		if fu.Scans < o.MinScans {
@@ -180,6 +201,16 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		out = append(out, f)
 	}
 	return out
+}
+
+// definition returns the definition of index name in table, or nil.
+func definition(table TableInfo, name string) *IndexDefinition {
+	for _, ii := range table.Indexes {
+		if ii.Name == name {
+			return ii.Definition
+		}
+	}
+	return nil
 }
 
 // leadsWith reports whether the first len(set) of fields are the names of

@@ -801,6 +801,10 @@ func TestReadsCostWhatTheStrategySays(t *testing.T) {
 		{it.Query{Index: "name", Lower: it.Inclusive("N")}, 1, 3, 0},                // partial, whole records
 		{it.Query{Index: "name", Lower: it.Inclusive("N"), Covered: true}, 1, 0, 0}, // partial, from the index alone
 		{it.Query{Index: "town", Eq: it.Tuple{"R"}, Limit: 10}, 1, 1, 0},            // a limit fetches only what it needs
+		// Fields that the entries hold make a read covered; one they lack does not.
+		{it.Query{Index: "name", Lower: it.Inclusive("N"), Fields: []string{"ID", "Name", "Score"}}, 1, 0, 0},
+		{it.Query{Index: "name", Lower: it.Inclusive("N"), Fields: []string{"Name", "Note"}}, 1, 3, 0},
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}, Fields: []string{"Town"}}, 1, 0, 0},
 	}
 	for _, c := range cases {
 		before := s.Counts()
@@ -873,6 +877,9 @@ func TestQueries(t *testing.T) {
 	ok, err = tbl.Exists(ctx, it.Query{Index: "town", Eq: it.Tuple{"Tacoma"}})
 	require.NoError(t, err)
 	assert.False(t, ok)
+	// Fields the entries hold: read from the index alone, other fields zero.
+	assert.Equal(t, []person{{ID: 30, Name: "Davis"}, {ID: 31, Name: "Davis"}},
+		collect(t, tbl, it.Query{Index: "name", Eq: it.Tuple{"Davis"}, Fields: []string{"Name"}}))
 	n, err := tbl.Count(ctx, it.Query{Where: map[string]any{"Town": "Seattle"}})
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
@@ -900,6 +907,7 @@ func TestQueries(t *testing.T) {
 		{"Where on a slice field", it.Query{Where: map[string]any{"Tags": "a"}}, it.ErrInvalidQuery},
 		{"Where with the wrong type", it.Query{Where: map[string]any{"Town": 3}}, it.ErrInvalidQuery},
 		{"Where on a covered read", it.Query{Index: "town", Covered: true, Where: map[string]any{"Town": "Seattle"}}, it.ErrInvalidQuery},
+		{"Fields names an unknown field", it.Query{Index: "town", Fields: []string{"Nope"}}, it.ErrInvalidQuery},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

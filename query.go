@@ -59,6 +59,13 @@ type Query struct {
 	// can propose the index. Limit counts the records kept. A covered read
 	// cannot be filtered.
 	Where map[string]any
+	// Fields names the fields the caller uses; the others may be left zero.
+	// A query of a KeysOnly or Partial index whose entries hold every one
+	// of them (its primary key, single-valued key fields and projection) is
+	// answered from the index alone, as a Covered one, unless it has a
+	// Where. Usage counts the fields that reads name, so that Advise can
+	// say when a FullCopy index could keep only those.
+	Fields []string
 }
 
 // Bound is one end of a range on a key component.
@@ -158,6 +165,11 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	}
 	if err := t.compileWhere(q, p); err != nil {
 		return err
+	}
+	for _, name := range q.Fields {
+		if sf, ok := t.rtype.FieldByName(name); !ok || !sf.IsExported() {
+			return fmt.Errorf("%w: Fields: %s has no exported field %q", ErrInvalidQuery, t.rtype, name)
+		}
 	}
 	bounded := q.Lower != nil || q.Upper != nil
 	if fields != nil {
@@ -277,8 +289,30 @@ func (p *scanPlan) decodeCursor(s string) ([]byte, error) {
 	return key, nil
 }
 
+// coverFields returns q as a Covered query when the entries of its KeysOnly
+// or Partial index hold every field of q.Fields.
+func (t *Table[T]) coverFields(q Query) Query {
+	if len(q.Fields) == 0 || q.Covered || len(q.Where) > 0 || q.Index == "" {
+		return q
+	}
+	ix := t.indexes.lookup(q.Index)
+	if ix == nil || ix.strategy == FullCopy {
+		return q
+	}
+	for _, name := range q.Fields {
+		if !slices.ContainsFunc(t.pk, func(f field) bool { return f.name == name }) &&
+			!slices.ContainsFunc(ix.fields, func(f field) bool { return f.name == name && !f.multi }) &&
+			!slices.ContainsFunc(ix.proj.fields, func(f field) bool { return f.name == name }) {
+			return q
+		}
+	}
+	q.Covered = true
+	return q
+}
+
 // Find returns the records that q selects, in key order.
 func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
+	q = t.coverFields(q)
 	return func(yield func(T, error) bool) {
 		rd := t.newReader()
 		defer t.freeReader(rd)
@@ -297,6 +331,7 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	if q.Limit <= 0 {
 		return nil, "", fmt.Errorf("%w: FindPage needs a positive Limit", ErrInvalidQuery)
 	}
+	q = t.coverFields(q)
 	rd := t.newReader()
 	defer t.freeReader(rd)
 	err := t.prepare(ctx, q, rd)
@@ -386,6 +421,9 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		return err
 	}
 	ix.use.noteRead(rd.plan.eq)
+	if !q.Covered { // a covered read needs only what entries hold
+		ix.use.noteFields(q.Fields)
+	}
 	// A normalized or partial read checks every record anyway.
 	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
 		// An intra-partition read of one partition needs only its queue.

@@ -32,6 +32,11 @@ type IndexUsage struct {
 	// TableUsage.Writes is the index's write amplification. Build and
 	// Repair are not counted.
 	Mutations int64
+	// WholeReads is the number of reads that named no Query.Fields, and so
+	// needed whole records; FieldsRead counts, by field, the reads that
+	// named it.
+	WholeReads int64
+	FieldsRead map[string]int64 `json:",omitempty"`
 	// ReadKeys are the key prefixes that queries fixed (Query.Eq) most
 	// often, the most read first: at most 32, kept by the Space-Saving
 	// algorithm. Counts are exact while a process has read the index fewer
@@ -127,9 +132,11 @@ const (
 // usageCounters count what one index does; the zero value is ready.
 type usageCounters struct {
 	reads, returned, mutations atomic.Int64
+	wholeReads                 atomic.Int64
 	mu                         sync.Mutex
-	kept                       []keyCount     // the read keys kept
-	slot                       map[string]int // each kept key's index in kept
+	fields                     map[string]int64 // reads by field named, for Query.Fields
+	kept                       []keyCount       // the read keys kept
+	slot                       map[string]int   // each kept key's index in kept
 }
 
 // keyCount is a kept read key (an encoded key prefix) and its reads.
@@ -174,6 +181,23 @@ func (c *usageCounters) noteRead(eq []byte) {
 	c.slot[c.kept[least].key] = least
 }
 
+// noteFields counts a read that named fields (Query.Fields), or, when
+// there are none, one that needed whole records.
+func (c *usageCounters) noteFields(fields []string) {
+	if len(fields) == 0 {
+		c.wholeReads.Add(1)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fields == nil {
+		c.fields = map[string]int64{}
+	}
+	for _, f := range fields {
+		c.fields[f]++
+	}
+}
+
 // counts returns the kept keys' counts; c.mu is held.
 func (c *usageCounters) counts() map[string]int64 {
 	out := make(map[string]int64, len(c.kept))
@@ -216,10 +240,11 @@ func addKeyReads(keys map[string]int64, key string, n int64) map[string]int64 {
 
 // take returns the counts and resets them.
 func (c *usageCounters) take() (u IndexUsage, keys map[string]int64) {
-	u.Reads, u.Returned, u.Mutations = c.reads.Swap(0), c.returned.Swap(0), c.mutations.Swap(0)
+	u.Reads, u.Returned, u.Mutations, u.WholeReads = c.reads.Swap(0), c.returned.Swap(0), c.mutations.Swap(0), c.wholeReads.Swap(0)
 	c.mu.Lock()
 	keys = c.counts()
 	c.keep(nil)
+	u.FieldsRead, c.fields = c.fields, nil
 	c.mu.Unlock()
 	return u, keys
 }
@@ -229,7 +254,14 @@ func (c *usageCounters) give(u IndexUsage, keys map[string]int64) {
 	c.reads.Add(u.Reads)
 	c.returned.Add(u.Returned)
 	c.mutations.Add(u.Mutations)
+	c.wholeReads.Add(u.WholeReads)
 	c.mu.Lock()
+	for f, n := range u.FieldsRead {
+		if c.fields == nil {
+			c.fields = map[string]int64{}
+		}
+		c.fields[f] += n
+	}
 	counts := c.counts()
 	for k, n := range keys {
 		counts = addKeyReads(counts, k, n)
@@ -240,9 +272,10 @@ func (c *usageCounters) give(u IndexUsage, keys map[string]int64) {
 
 // snapshot returns the counts, leaving them.
 func (c *usageCounters) snapshot() (u IndexUsage, keys map[string]int64) {
-	u.Reads, u.Returned, u.Mutations = c.reads.Load(), c.returned.Load(), c.mutations.Load()
+	u.Reads, u.Returned, u.Mutations, u.WholeReads = c.reads.Load(), c.returned.Load(), c.mutations.Load(), c.wholeReads.Load()
 	c.mu.Lock()
 	keys = c.counts()
+	u.FieldsRead = maps.Clone(c.fields)
 	c.mu.Unlock()
 	return u, keys
 }
@@ -293,7 +326,11 @@ func (u *storedUsage) encode() []byte {
 	slices.Sort(names)
 	for _, name := range names {
 		iu, keys := u.indexes[name], u.keys[name]
-		t = append(t, name, iu.Reads, iu.Returned, iu.Mutations, int64(len(keys)))
+		t = append(t, name, iu.Reads, iu.Returned, iu.Mutations, iu.WholeReads, int64(len(iu.FieldsRead)))
+		for _, f := range slices.Sorted(maps.Keys(iu.FieldsRead)) {
+			t = append(t, f, iu.FieldsRead[f])
+		}
+		t = append(t, int64(len(keys)))
 		ks := make([]string, 0, len(keys))
 		for k := range keys {
 			ks = append(ks, k)
@@ -350,7 +387,21 @@ func decodeStoredUsage(b []byte) (storedUsage, error) {
 			return u, bad
 		}
 		t = t[1:]
-		iu := IndexUsage{Reads: next(), Returned: next(), Mutations: next()}
+		iu := IndexUsage{Reads: next(), Returned: next(), Mutations: next(), WholeReads: next()}
+		for n := next(); err == nil && n > 0; n-- {
+			if len(t) == 0 {
+				return u, bad
+			}
+			f, ok := t[0].(string)
+			if !ok {
+				return u, bad
+			}
+			t = t[1:]
+			if iu.FieldsRead == nil {
+				iu.FieldsRead = map[string]int64{}
+			}
+			iu.FieldsRead[f] = next()
+		}
 		n := next()
 		keys := map[string]int64{}
 		for ; err == nil && n > 0; n-- {
@@ -387,6 +438,13 @@ func (u *storedUsage) add(writes, scans int64, filters map[string]int64, indexes
 		have.Reads += iu.Reads
 		have.Returned += iu.Returned
 		have.Mutations += iu.Mutations
+		have.WholeReads += iu.WholeReads
+		for f, n := range iu.FieldsRead {
+			if have.FieldsRead == nil {
+				have.FieldsRead = map[string]int64{}
+			}
+			have.FieldsRead[f] += n
+		}
 		u.indexes[name] = have
 		ks := u.keys[name]
 		for k, n := range keys[name] {

@@ -327,3 +327,45 @@ func TestAdviseProposesIndexesForFrequentFilters(t *testing.T) {
 	assert.Equal(t, it.Finding{Kind: it.UnindexedFilter, Reason: "200 scans of the 100 records filtered on [Active Score]: an index on them would answer each with a range"}, findings[0])
 	assert.Equal(t, it.Finding{Index: "town_email", Kind: it.UnindexedFilter, Reason: "150 scans of the fact table filtered on [Town], which this index leads with: query it instead"}, findings[1])
 }
+
+// TestAdviseShrinksFullCopiesToTheFieldsRead: when every read of a
+// FullCopy index names its fields, Advise says which strategy would answer
+// the same reads without copies; one read of whole records silences it.
+func TestAdviseShrinksFullCopiesToTheFieldsRead(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[account]{
+			{Name: "by_town", Fields: []string{"Town"}, Strategy: it.FullCopy},
+			{Name: "by_email", Fields: []string{"Email"}, Strategy: it.FullCopy},
+			{Name: "whole", Fields: []string{"Score"}, Strategy: it.FullCopy},
+		}})
+	require.NoError(t, err)
+	for i := range 40 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Town: fmt.Sprint("T", i), Score: i})
+		require.NoError(t, err)
+	}
+	for i := range 20 {
+		drainAll(t, tbl, it.Query{Index: "by_town", Eq: it.Tuple{fmt.Sprint("T", i)}, Fields: []string{"ID", "Town"}})
+		drainAll(t, tbl, it.Query{Index: "by_email", Eq: it.Tuple{fmt.Sprint(i, "@x")}, Fields: []string{"Email", "Active"}})
+		drainAll(t, tbl, it.Query{Index: "whole", Eq: it.Tuple{i}, Fields: []string{"Town"}})
+	}
+	drainAll(t, tbl, it.Query{Index: "whole", Eq: it.Tuple{0}})
+	n, err := tbl.Count(ctx, it.Query{Index: "by_town"}) // needs no fields
+	require.NoError(t, err)
+	require.Equal(t, 40, n)
+	require.NoError(t, tbl.SaveUsage(ctx))
+	u, err := it.UsageOf(ctx, s, "accounts")
+	require.NoError(t, err)
+	assert.Equal(t, int64(21), u.Indexes["by_town"].Reads)
+	assert.Equal(t, int64(0), u.Indexes["by_town"].WholeReads)
+	assert.Equal(t, map[string]int64{"ID": 20, "Town": 20}, u.Indexes["by_town"].FieldsRead)
+	assert.Equal(t, int64(1), u.Indexes["whole"].WholeReads)
+
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []it.Finding{
+		{Index: "by_town", Kind: it.Projection, Reason: "all 21 reads named only key fields ([ID Town]): KeysOnly would answer them from its entries, with no copy of the records"},
+		{Index: "by_email", Kind: it.Projection, Reason: "all 20 reads named only fields among [Active Email]: Partial with Projection [Active] would answer them from its entries, with no whole copy of the records"},
+	}, findings)
+}
