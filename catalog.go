@@ -644,6 +644,10 @@ type TableInfo struct {
 	Name string
 	// Indexes holds its indexes in name order, dropped ones left out.
 	Indexes []IndexInfo
+	// Codec names the codec of its records ("json", "binary", or a type)
+	// and Layout describes their type, as the table was last opened with;
+	// both are empty when no layout is kept (see VerifyTable).
+	Codec, Layout string
 }
 
 // ReadCatalog lists the tables of store in name order, with their indexes
@@ -681,6 +685,10 @@ func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 
 func readTableInfo(ctx context.Context, store Store, name string, prefix []byte) (TableInfo, error) {
 	info := TableInfo{Name: name}
+	var err error
+	if info.Codec, info.Layout, err = readLayout(ctx, store, prefix); err != nil {
+		return TableInfo{}, fmt.Errorf("table %q: %w", name, err)
+	}
 	space := appendInt(bytes.Clone(prefix), spaceCatalog)
 	for e, err := range store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
 		if err != nil {

@@ -36,6 +36,7 @@ const (
 	spaceQueue   = 3 // then the primary key and a change ID
 	spaceLease   = 4 // then a maintainer partition
 	spaceUsage   = 6 // the usage totals (after spaceIntra, 5)
+	spaceLayout  = 7 // the record layout and codec, for tools
 	// and spaceIntra, in placement.go
 )
 
@@ -149,6 +150,9 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	}
 	if err := t.loadCatalog(ctx); err != nil {
 		return nil, fmt.Errorf("table %q: catalog: %w", t.name, err)
+	}
+	if err := t.recordLayout(ctx); err != nil {
+		return nil, fmt.Errorf("table %q: record layout: %w", t.name, err)
 	}
 	return t, nil
 }
@@ -449,11 +453,19 @@ func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([
 	if !slices.ContainsFunc(t.indexes.indexes, want) {
 		return nil, nil
 	}
-	var rec T
-	if err := t.decodeStored(payload, &rec); err != nil {
+	// A record of the table's type, which is T's, or a layout's for a
+	// tool (see VerifyTable).
+	rec := reflect.New(t.rtype)
+	var err error
+	if t.stable && t.inPlace != nil {
+		err = t.inPlace.decode(bytesString(payload), rec.Elem())
+	} else {
+		err = t.codec.Unmarshal(payload, rec.Interface())
+	}
+	if err != nil {
 		return nil, fmt.Errorf("table %q: decode record %v: %w", t.name, decodeForError(pk), err)
 	}
-	entries, err := t.indexes.entries(reflect.ValueOf(&rec).Elem(), pk, payload, t.codec, want)
+	entries, err := t.indexes.entries(rec.Elem(), pk, payload, t.codec, want)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", t.name, err)
 	}

@@ -102,6 +102,8 @@ type VerifyReport struct {
 	Repaired int
 	// Samples lists the first findings.
 	Samples []Drift
+	// Skipped names the indexes VerifyTable could not check.
+	Skipped []string
 }
 
 // Total returns the number of findings.
@@ -453,4 +455,98 @@ func decodeTupleLoose(b []byte) Tuple {
 		return t
 	}
 	return Tuple{bytes.Clone(b)}
+}
+
+// VerifyTable is Verify for a tool without the program's record types: it
+// checks the table that ReadCatalog described as info, decoding its records
+// with the layout and codec the table keeps (the library's JSON or binary
+// codec). Indexes with a Key func are not checked, since their keys come
+// from the program's code; the report's Skipped names them.
+func VerifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
+	return verifyTable(ctx, store, info, opts, false)
+}
+
+// RepairTable is Repair for a tool, as VerifyTable is Verify. It refuses a
+// table with an index it cannot check: a fix may go through the queue, and
+// a tool that applied the queue would leave such an index behind.
+func RepairTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
+	return verifyTable(ctx, store, info, opts, true)
+}
+
+// toolRecord stands for a record type a tool does not have: a table opened
+// by openTool holds records of its layout's type, and serves only Verify
+// and Repair, which go by that type.
+type toolRecord struct{}
+
+func verifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions, repair bool) (*VerifyReport, error) {
+	t, skipped, err := openTool(store, info)
+	if err != nil {
+		return nil, err
+	}
+	if repair && len(skipped) > 0 {
+		return nil, fmt.Errorf("%w: table %q: index %q has a Key func or no definition: repair the table in its program", ErrInvalidSchema, info.Name, skipped[0])
+	}
+	r, err := t.verify(ctx, opts, repair)
+	if r != nil {
+		r.Skipped = skipped
+	}
+	return r, err
+}
+
+// openTool builds, without touching the store, the table info describes,
+// with records of its layout's type and the indexes its catalog defines,
+// at their generations and states; it returns the indexes it leaves out.
+func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error) {
+	var codec Codec
+	switch info.Codec {
+	case "json":
+		codec = JSONCodec{}
+	case "binary":
+		codec = &BinaryCodec{}
+	case "":
+		return nil, nil, fmt.Errorf("%w: table %q keeps no record layout: open it once with this version of the library", errLayout, info.Name)
+	default:
+		return nil, nil, fmt.Errorf("%w: table %q stores records with codec %s, which tools cannot decode", errLayout, info.Name, info.Codec)
+	}
+	rt, err := layoutType(info.Layout)
+	if err != nil {
+		return nil, nil, fmt.Errorf("table %q: %w", info.Name, err)
+	}
+	t := &Table[toolRecord]{store: store, name: info.Name, codec: codec, rtype: rt, wake: make(chan struct{}, 1)}
+	if c, ok := codec.(*BinaryCodec); ok {
+		t.inPlace, _ = c.plan(rt)
+	}
+	if s, ok := store.(StableStore); ok {
+		t.stable = s.StableValues()
+	}
+	t.prefix = appendString(nil, info.Name)
+	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
+	t.queueSpace = appendInt(bytes.Clone(t.prefix), spaceQueue)
+	t.queueEnd = tupleEnd(t.queueSpace)
+	var skipped []string
+	for _, ii := range info.Indexes {
+		d := ii.Definition
+		if d == nil || d.Computed {
+			skipped = append(skipped, ii.Name)
+			continue
+		}
+		if t.pk == nil {
+			for _, name := range d.PrimaryKey {
+				f, err := lookupField(rt, name, false)
+				if err != nil {
+					return nil, nil, fmt.Errorf("table %q: primary key: %w", info.Name, err)
+				}
+				t.pk = append(t.pk, f)
+			}
+		}
+		ix, err := compileIndex(rt, Index[toolRecord]{Name: ii.Name, Fields: d.Fields, Strategy: d.Strategy, Projection: d.Projection,
+			Unique: d.Unique, Sparse: d.Sparse, MultiValued: d.MultiValued, Consistency: d.Consistency, Placement: d.Placement}, t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("table %q: %w", info.Name, err)
+		}
+		ix.place(t.prefix, ii.Generation)
+		ix.state.Store(int32(ii.State))
+		t.indexes.indexes = append(t.indexes.indexes, ix)
+	}
+	return t, skipped, nil
 }

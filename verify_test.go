@@ -1,6 +1,7 @@
 package indextable_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -285,4 +286,87 @@ func TestRepairLeavesAConcurrentWriteAlone(t *testing.T) {
 		catchUp(t, tbl)
 		requireNoDrift(t, tbl)
 	}
+}
+
+// TestVerifyTableWithoutTypes checks that a tool, with only the store,
+// finds what the program's Verify finds (every strategy, unique and
+// multi-valued indexes, both codecs), repairs it, and skips what it cannot
+// check: an index with a Key func, which also makes it refuse to repair.
+func TestVerifyTableWithoutTypes(t *testing.T) {
+	ctx := context.Background()
+	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
+		t.Run(fmt.Sprintf("%T", codec), func(t *testing.T) {
+			s := it.NewMemoryStore()
+			indexes := []it.Index[person]{indexByName("town"), indexByName("town_name"), indexByName("name"), indexByName("tags"), indexByName("email")}
+			tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
+			require.NoError(t, err)
+			r := rand.New(rand.NewPCG(3, 3))
+			for id := range 60 {
+				_, err := tbl.Insert(ctx, randomPerson(r, id, []string{"Ann", "Bob", "Cy", "Di"}))
+				if err != nil {
+					require.ErrorIs(t, err, it.ErrUniqueViolation)
+				}
+			}
+			info := func() it.TableInfo {
+				tables, err := it.ReadCatalog(ctx, s)
+				require.NoError(t, err)
+				require.Len(t, tables, 1)
+				return tables[0]
+			}
+			rep, err := it.VerifyTable(ctx, s, info(), it.VerifyOptions{})
+			require.NoError(t, err)
+			require.Zero(t, rep.Total(), "%v", rep.Samples)
+			require.Equal(t, int64(60), rep.Records+int64(rep.Pending)+int64(60-countRecords(t, tbl)))
+
+			// Damage every index table behind the program's back.
+			var b it.Batch
+			for _, name := range []string{"town", "town_name", "name", "tags", "email"} {
+				n := 0
+				for e, err := range s.Scan(ctx, it.ScanRange{Start: mustKey(t, "people", 1, name), End: mustKey(t, "people", 1, name+"\x00")}) {
+					require.NoError(t, err)
+					if n++; n%7 == 0 {
+						b.Delete(bytes.Clone(e.Key)) // missing
+					}
+				}
+			}
+			b.Put(mustKey(t, "people", 1, "town", 1, "Nowhere", 999), nil) // dangling
+			require.NoError(t, s.Apply(ctx, &b))
+
+			want, err := tbl.Verify(ctx, it.VerifyOptions{})
+			require.NoError(t, err)
+			require.NotZero(t, want.Total())
+			var phases []string
+			got, err := it.VerifyTable(ctx, s, info(), it.VerifyOptions{Progress: func(p it.VerifyProgress) {
+				if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+					phases = append(phases, p.Phase)
+				}
+			}})
+			require.NoError(t, err)
+			require.ElementsMatch(t, want.Samples, got.Samples, "the tool reads indexes in name order")
+			want.Samples, got.Samples = nil, nil
+			require.Equal(t, want, got)
+			require.Equal(t, []string{"records", "email", "name", "tags", "town", "town_name"}, phases)
+
+			rep, err = it.RepairTable(ctx, s, info(), it.VerifyOptions{})
+			require.NoError(t, err)
+			require.Equal(t, want.Total()-want.Drift[it.DriftUniqueViolation], rep.Repaired)
+			requireNoDrift(t, tbl)
+
+			// An index with a Key func is skipped, and stops a repair.
+			indexes = append(indexes, indexByName("score_mod"))
+			_, err = it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
+			require.NoError(t, err)
+			rep, err = it.VerifyTable(ctx, s, info(), it.VerifyOptions{})
+			require.NoError(t, err)
+			require.Equal(t, []string{"score_mod"}, rep.Skipped)
+			_, err = it.RepairTable(ctx, s, info(), it.VerifyOptions{})
+			require.ErrorIs(t, err, it.ErrInvalidSchema)
+		})
+	}
+}
+
+func countRecords[T any](t testing.TB, tbl *it.Table[T]) int64 {
+	n, err := tbl.Count(context.Background(), it.Query{})
+	require.NoError(t, err)
+	return int64(n)
 }

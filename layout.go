@@ -1,0 +1,275 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"go/token"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A table's record layout is kept in the store with its catalog, so that a
+// tool without the program's types (cmd/indextable) can decode its records
+// and compute their index entries: a descriptor of the record type that
+// layoutType turns back into an equivalent type, with the same kinds,
+// exported fields, tags and embedding, which both codecs read as the
+// program's type. Methods are not kept: a field type with its own JSON
+// marshalling decodes as its underlying kind.
+//
+//	type   = kind | "time" | "any" | "*" type | "[]" type | "[" n "]" type |
+//	         "map[" type "]" type | "struct{" { field ";" } "}"
+//	field  = ["embed "] name " " type " " quoted-tag
+
+// errLayout reports a record type that no descriptor can describe.
+var errLayout = errors.New("record layout")
+
+// describeType appends the descriptor of t to b.
+func describeType(b []byte, t reflect.Type, visiting map[reflect.Type]bool) ([]byte, error) {
+	if t == timeType {
+		return append(b, "time"...), nil
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return append(b, t.Kind().String()...), nil
+	case reflect.Interface:
+		if t.NumMethod() > 0 {
+			return nil, fmt.Errorf("%w: interface %s has methods", errLayout, t)
+		}
+		return append(b, "any"...), nil
+	case reflect.Pointer:
+		return describeNested(append(b, '*'), t.Elem(), t, visiting)
+	case reflect.Slice:
+		return describeNested(append(b, "[]"...), t.Elem(), t, visiting)
+	case reflect.Array:
+		return describeNested(append(b, "["+strconv.Itoa(t.Len())+"]"...), t.Elem(), t, visiting)
+	case reflect.Map:
+		b, err := describeNested(append(b, "map["...), t.Key(), t, visiting)
+		if err != nil {
+			return nil, err
+		}
+		return describeNested(append(b, ']'), t.Elem(), t, visiting)
+	case reflect.Struct:
+		if visiting[t] {
+			return nil, fmt.Errorf("%w: recursive type %s", errLayout, t)
+		}
+		visiting[t] = true
+		defer delete(visiting, t)
+		b = append(b, "struct{"...)
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			if sf.Anonymous {
+				b = append(b, "embed "...)
+			}
+			b = append(append(b, sf.Name...), ' ')
+			var err error
+			if b, err = describeType(b, sf.Type, visiting); err != nil {
+				return nil, err
+			}
+			b = append(strconv.AppendQuote(append(b, ' '), string(sf.Tag)), ';')
+		}
+		return append(b, '}'), nil
+	}
+	return nil, fmt.Errorf("%w: %s has kind %s, which no codec stores", errLayout, t, t.Kind())
+}
+
+func describeNested(b []byte, elem, outer reflect.Type, visiting map[reflect.Type]bool) ([]byte, error) {
+	b, err := describeType(b, elem, visiting)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", outer, err)
+	}
+	return b, nil
+}
+
+// layoutType returns the type that the descriptor s describes.
+func layoutType(s string) (t reflect.Type, err error) {
+	defer func() {
+		if r := recover(); r != nil { // reflect refuses a field set it cannot build
+			t, err = nil, fmt.Errorf("%w: %q: %v", errLayout, s, r)
+		}
+	}()
+	t, rest, err := parseType(s)
+	if err == nil && rest != "" {
+		err = fmt.Errorf("%w: %q: %q left over", errLayout, s, rest)
+	}
+	return t, err
+}
+
+var basicKinds = map[string]reflect.Type{
+	"bool": reflect.TypeFor[bool](), "string": reflect.TypeFor[string](),
+	"int": reflect.TypeFor[int](), "int8": reflect.TypeFor[int8](), "int16": reflect.TypeFor[int16](),
+	"int32": reflect.TypeFor[int32](), "int64": reflect.TypeFor[int64](),
+	"uint": reflect.TypeFor[uint](), "uint8": reflect.TypeFor[uint8](), "uint16": reflect.TypeFor[uint16](),
+	"uint32": reflect.TypeFor[uint32](), "uint64": reflect.TypeFor[uint64](),
+	"float32": reflect.TypeFor[float32](), "float64": reflect.TypeFor[float64](),
+	"time": reflect.TypeFor[time.Time](), "any": reflect.TypeFor[any](),
+}
+
+func parseType(s string) (reflect.Type, string, error) {
+	bad := func(why string) (reflect.Type, string, error) {
+		return nil, "", fmt.Errorf("%w: %s at %q", errLayout, why, s)
+	}
+	switch {
+	case strings.HasPrefix(s, "*"):
+		t, rest, err := parseType(s[1:])
+		if err != nil {
+			return nil, "", err
+		}
+		return reflect.PointerTo(t), rest, nil
+	case strings.HasPrefix(s, "[]"):
+		t, rest, err := parseType(s[2:])
+		if err != nil {
+			return nil, "", err
+		}
+		return reflect.SliceOf(t), rest, nil
+	case strings.HasPrefix(s, "["):
+		end := strings.IndexByte(s, ']')
+		n, err := strconv.Atoi(s[1:max(end, 1)])
+		if end < 0 || err != nil || n < 0 {
+			return bad("bad array length")
+		}
+		t, rest, err := parseType(s[end+1:])
+		if err != nil {
+			return nil, "", err
+		}
+		return reflect.ArrayOf(n, t), rest, nil
+	case strings.HasPrefix(s, "map["):
+		k, rest, err := parseType(s[4:])
+		if err != nil {
+			return nil, "", err
+		}
+		if !strings.HasPrefix(rest, "]") {
+			return bad("no ] after a map key")
+		}
+		v, rest, err := parseType(rest[1:])
+		if err != nil {
+			return nil, "", err
+		}
+		if !k.Comparable() {
+			return bad("map key not comparable")
+		}
+		return reflect.MapOf(k, v), rest, nil
+	case strings.HasPrefix(s, "struct{"):
+		rest := s[len("struct{"):]
+		var fields []reflect.StructField
+		for !strings.HasPrefix(rest, "}") {
+			var f reflect.StructField
+			if after, ok := strings.CutPrefix(rest, "embed "); ok {
+				f.Anonymous, rest = true, after
+			}
+			name, after, ok := strings.Cut(rest, " ")
+			if !ok || !token.IsIdentifier(name) || !token.IsExported(name) {
+				return bad("bad field name")
+			}
+			t, after, err := parseType(after)
+			if err != nil {
+				return nil, "", err
+			}
+			after, ok = strings.CutPrefix(after, " ")
+			if !ok {
+				return bad("no tag")
+			}
+			quoted, err := strconv.QuotedPrefix(after)
+			if err != nil {
+				return bad("bad tag")
+			}
+			tag, _ := strconv.Unquote(quoted)
+			rest, ok = strings.CutPrefix(after[len(quoted):], ";")
+			if !ok {
+				return bad("no ; after a field")
+			}
+			f.Name, f.Type, f.Tag = name, t, reflect.StructTag(tag)
+			fields = append(fields, f)
+		}
+		return reflect.StructOf(fields), rest[1:], nil
+	}
+	end := strings.IndexAny(s, " ];}")
+	if end < 0 {
+		end = len(s)
+	}
+	t, ok := basicKinds[s[:end]]
+	if !ok {
+		return bad("unknown type")
+	}
+	return t, s[end:], nil
+}
+
+const layoutFormat = 1
+
+// codecName names c in the stored layout: "json" and "binary" for the
+// library's codecs, which tools can decode, else c's type.
+func codecName(c Codec) string {
+	switch c.(type) {
+	case JSONCodec:
+		return "json"
+	case *BinaryCodec:
+		return "binary"
+	}
+	return fmt.Sprintf("%T", c)
+}
+
+// recordLayout keeps the table's record layout and codec in the store,
+// for tools, unless it is there already. A type that no descriptor can
+// describe leaves none: tools then cannot decode the table's records.
+func (t *Table[T]) recordLayout(ctx context.Context) error {
+	desc, err := describeType(nil, t.rtype, map[reflect.Type]bool{})
+	if err != nil {
+		return nil
+	}
+	want, err := EncodeTuple(int64(layoutFormat), codecName(t.codec), string(desc))
+	if err != nil {
+		return err
+	}
+	key := appendInt(bytes.Clone(t.prefix), spaceLayout)
+	for attempt := 1; ; attempt++ {
+		have, err := t.store.Get(ctx, key)
+		switch {
+		case err == nil && bytes.Equal(have, want):
+			return nil
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
+		}
+		var b Batch
+		if err == nil {
+			b.ExpectValue(key, have)
+		} else {
+			b.ExpectAbsent(key)
+		}
+		b.Put(key, want)
+		err = t.store.Apply(ctx, &b)
+		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
+			return err
+		}
+	}
+}
+
+// readLayout returns the codec name and layout descriptor that the table
+// with prefix keeps, or empty strings when it keeps none.
+func readLayout(ctx context.Context, store Store, tablePrefix []byte) (codec, layout string, err error) {
+	v, err := store.Get(ctx, appendInt(bytes.Clone(tablePrefix), spaceLayout))
+	if errors.Is(err, ErrNotFound) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	t, err := DecodeTuple(v)
+	if err != nil || len(t) != 3 {
+		return "", "", fmt.Errorf("%w: %w: %q", ErrCodec, errLayout, v)
+	}
+	format, _ := asInt(t[0])
+	codec, ok1 := t[1].(string)
+	layout, ok2 := t[2].(string)
+	if format != layoutFormat || !ok1 || !ok2 {
+		return "", "", fmt.Errorf("%w: %w: %q", ErrCodec, errLayout, v)
+	}
+	return codec, layout, nil
+}

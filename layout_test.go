@@ -1,0 +1,118 @@
+package indextable
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type layoutInner struct {
+	A int
+	B []string `json:"b,omitempty"`
+}
+
+type LayoutEmbedded struct{ E string }
+
+type layoutRecord struct {
+	ID    string `json:"id"`
+	N     int8
+	U     uint64
+	F     float32
+	Ok    bool
+	T     time.Time
+	P     *layoutInner
+	S     []layoutInner
+	Arr   [3]int
+	M     map[string]*layoutInner
+	Bytes []byte
+	LayoutEmbedded
+	hidden int
+}
+
+// TestLayoutRoundTrip: the type a descriptor describes reads and writes
+// what the original type does, with both codecs, and describes itself the
+// same way.
+func TestLayoutRoundTrip(t *testing.T) {
+	rt := reflect.TypeFor[layoutRecord]()
+	desc, err := describeType(nil, rt, map[reflect.Type]bool{})
+	require.NoError(t, err)
+	t.Log(string(desc))
+	dyn, err := layoutType(string(desc))
+	require.NoError(t, err)
+	again, err := describeType(nil, dyn, map[reflect.Type]bool{})
+	require.NoError(t, err)
+	require.Equal(t, string(desc), string(again))
+
+	rec := layoutRecord{ID: "x", N: -3, U: 1 << 60, F: 1.5, Ok: true, T: time.Date(2026, 11, 24, 1, 2, 3, 4, time.UTC),
+		P: &layoutInner{A: 1, B: []string{"a"}}, S: []layoutInner{{A: 2}}, Arr: [3]int{1, 2, 3},
+		M: map[string]*layoutInner{"k": {A: 3}}, Bytes: []byte{0, 1}, LayoutEmbedded: LayoutEmbedded{E: "e"}, hidden: 9}
+	for _, c := range []Codec{JSONCodec{}, &BinaryCodec{}} {
+		b, err := c.Marshal(&rec)
+		require.NoError(t, err)
+		v := reflect.New(dyn)
+		require.NoError(t, c.Unmarshal(b, v.Interface()), "%T", c)
+		b2, err := c.Marshal(v.Interface())
+		require.NoError(t, err)
+		require.Equal(t, string(b), string(b2), "%T", c)
+	}
+	js, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"id":"x"`, "tags are kept")
+
+	// An interface field, which JSON stores and the binary codec does not.
+	withAny := struct{ A any }{A: map[string]any{"k": 1.5}}
+	desc, err = describeType(nil, reflect.TypeOf(withAny), map[reflect.Type]bool{})
+	require.NoError(t, err)
+	dyn, err = layoutType(string(desc))
+	require.NoError(t, err)
+	b, err := JSONCodec{}.Marshal(withAny)
+	require.NoError(t, err)
+	v := reflect.New(dyn)
+	require.NoError(t, JSONCodec{}.Unmarshal(b, v.Interface()))
+	require.Equal(t, withAny.A, v.Elem().Field(0).Interface())
+}
+
+func TestLayoutRefusesWhatNoCodecStores(t *testing.T) {
+	type node struct{ Next *node }
+	for _, v := range []any{
+		struct{ C chan int }{},
+		struct{ F func() }{},
+		struct{ S fmtStringer }{},
+		node{},
+		struct{ C complex128 }{},
+	} {
+		_, err := describeType(nil, reflect.TypeOf(v), map[reflect.Type]bool{})
+		require.ErrorIs(t, err, errLayout, "%T", v)
+	}
+	for _, s := range []string{"", "struct{", "struct{a int \"\";}", "struct{A int;}", "map[[]int]int", "[x]int", "int8x", "struct{A nope \"\";}"} {
+		_, err := layoutType(s)
+		require.ErrorIs(t, err, errLayout, "%q", s)
+	}
+}
+
+type fmtStringer interface{ String() string }
+
+// FuzzLayoutType: no descriptor panics, and one that parses describes a
+// type that parses to the same type.
+func FuzzLayoutType(f *testing.F) {
+	desc, _ := describeType(nil, reflect.TypeFor[layoutRecord](), map[reflect.Type]bool{})
+	f.Add(string(desc))
+	f.Add("map[string][2]*struct{embed A struct{} \"x\";}")
+	f.Fuzz(func(t *testing.T, s string) {
+		rt, err := layoutType(s)
+		if err != nil {
+			return
+		}
+		d, err := describeType(nil, rt, map[reflect.Type]bool{})
+		if err != nil {
+			t.Fatalf("%q parsed to %v, which does not describe: %v", s, rt, err)
+		}
+		rt2, err := layoutType(string(d))
+		if err != nil || rt2 != rt {
+			t.Fatalf("%q: %v, then %q: %v, %v", s, rt, d, rt2, err)
+		}
+	})
+}
