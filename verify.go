@@ -52,6 +52,9 @@ func (k DriftKind) String() string {
 	return "DriftKind(" + strconv.Itoa(int(k)) + ")"
 }
 
+// MarshalText writes the kind's name, so that JSON shows it as words.
+func (k DriftKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // Drift is one difference found by Verify.
 type Drift struct {
 	Kind  DriftKind

@@ -9,16 +9,24 @@
 //	indextable [flags] catalog DIR   the tables and their index tables
 //	indextable [flags] stats DIR     what each holds, and its saved usage
 //	indextable [flags] advise DIR    the findings, with the numbers behind each
+//	indextable [flags] verify DIR    check every index table against its fact table
+//	indextable [flags] repair DIR    verify, and fix what can be fixed
 //
 // Flags:
 //
 //	-json          print JSON instead of tables
 //	-table NAME    only the table NAME
-//	-min-writes N, -selectivity F, -skew F, -volatility F
+//	-min-writes N, -selectivity F, -skew F, -volatility F, -min-scans N
 //	               advise's thresholds (see indextable.AdviseOptions)
+//	-quiet         no progress bar for verify and repair
 //
 // The program that writes the store must have closed it: the store's lock
-// keeps a second process out.
+// keeps a second process out. Only repair writes. Verify and repair decode
+// records with the layout each table keeps (indextable.VerifyTable), and
+// skip indexes with a Key func, which only the program can compute.
+//
+// The exit status is 0, 1 on an error, 2 on bad arguments, and 3 when
+// verify or repair found drift (repair: drift it could not fix).
 package main
 
 import (
@@ -41,7 +49,7 @@ func main() {
 }
 
 // errUsage reports bad arguments; run prints the usage with it.
-var errUsage = errors.New("usage: indextable [-json] [-table NAME] [advise thresholds] catalog|stats|advise DIR")
+var errUsage = errors.New("usage: indextable [-json] [-table NAME] [-quiet] [advise thresholds] catalog|stats|advise|verify|repair DIR")
 
 // run runs the command line args, printing to stdout and stderr, and
 // returns the exit status: 0, 1 on an error, 2 on bad arguments.
@@ -55,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.Selectivity, "selectivity", 0, "share of the records an average key selects at low cardinality (0: the default)")
 	fs.Float64Var(&o.Skew, "skew", 0, "share of the entries the most common key holds more than when skewed (0: the default)")
 	fs.Float64Var(&o.Volatility, "volatility", 0, "entry writes per read at which data is volatile (0: the default)")
+	fs.Int64Var(&o.MinScans, "min-scans", 0, "scans filtered on the same fields before an index is proposed (0: the default)")
+	quiet := fs.Bool("quiet", false, "no progress bar for verify and repair")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -63,7 +73,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	command, dir := fs.Arg(0), fs.Arg(1)
-	if command != "catalog" && command != "stats" && command != "advise" {
+	switch command {
+	case "catalog", "stats", "advise":
+	case "verify", "repair":
+		var progress io.Writer
+		if !*quiet {
+			progress = stderr
+		}
+		drift, err := check(ctx, command == "repair", dir, *only, *asJSON, stdout, progress)
+		switch {
+		case err != nil:
+			fmt.Fprintln(stderr, "indextable:", err)
+			return 1
+		case drift:
+			return 3
+		}
+		return 0
+	default:
 		fmt.Fprintf(stderr, "indextable: unknown command %q\n%v\n", command, errUsage)
 		return 2
 	}
@@ -268,4 +294,113 @@ func join(names []string) string {
 		return "-"
 	}
 	return strings.Join(names, ",")
+}
+
+// checkReport is what verify and repair say of one table.
+type checkReport struct {
+	Name string `json:"name"`
+	*indextable.VerifyReport
+}
+
+// check verifies, or repairs, the tables of the store in dir, printing a
+// progress bar to progress (when not nil) and the reports to w; it reports
+// whether drift is left.
+func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, progress io.Writer) (bool, error) {
+	store, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: !repair})
+	if err != nil {
+		return false, err
+	}
+	defer store.Close()
+	tables, err := indextable.ReadCatalog(ctx, store)
+	if err != nil {
+		return false, err
+	}
+	var out []checkReport
+	drift := false
+	for _, t := range tables {
+		if only != "" && t.Name != only {
+			continue
+		}
+		var bar progressBar
+		opts := indextable.VerifyOptions{}
+		if progress != nil {
+			bar = progressBar{w: progress, table: t.Name}
+			opts.Progress = bar.show
+		}
+		run := indextable.VerifyTable
+		if repair {
+			run = indextable.RepairTable
+		}
+		r, err := run(ctx, store, t, opts)
+		bar.done()
+		if err != nil {
+			return false, err
+		}
+		out = append(out, checkReport{Name: t.Name, VerifyReport: r})
+		if r.Total() > r.Repaired {
+			drift = true
+		}
+	}
+	if only != "" && len(out) == 0 {
+		return false, fmt.Errorf("%s has no table %q", dir, only)
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return drift, enc.Encode(map[string]any{"tables": out})
+	}
+	for _, c := range out {
+		fmt.Fprintf(w, "table %s: %d records, %d entries", c.Name, c.Records, c.Entries)
+		if c.Pending > 0 {
+			fmt.Fprintf(w, ", %d records with queued changes (not checked)", c.Pending)
+		}
+		if len(c.Skipped) > 0 {
+			fmt.Fprintf(w, "; skipped %s (a Key func: check it in the program)", strings.Join(c.Skipped, ", "))
+		}
+		if c.Total() == 0 {
+			fmt.Fprintln(w, "; no drift")
+			continue
+		}
+		var kinds []string
+		for _, k := range []indextable.DriftKind{indextable.DriftMissing, indextable.DriftStale, indextable.DriftDangling, indextable.DriftUniqueViolation} {
+			if n := c.Drift[k]; n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		fmt.Fprintf(w, "; drift: %s", strings.Join(kinds, ", "))
+		if repair {
+			fmt.Fprintf(w, "; repaired %d", c.Repaired)
+		}
+		fmt.Fprintln(w)
+		for _, d := range c.Samples {
+			fmt.Fprintf(w, "  %v\n", d)
+		}
+	}
+	return drift, nil
+}
+
+// progressBar draws Verify's progress on one line, redrawn in place.
+type progressBar struct {
+	w     io.Writer
+	table string
+	drawn bool
+}
+
+const barWidth = 30
+
+func (b *progressBar) show(p indextable.VerifyProgress) {
+	filled := barWidth
+	percent := 100
+	if p.Total > 0 {
+		filled = int(min(p.Done, p.Total) * barWidth / p.Total)
+		percent = int(min(p.Done, p.Total) * 100 / p.Total)
+	}
+	fmt.Fprintf(b.w, "\r%s %-20s [%s%s] %3d%% %d/%d", b.table, p.Phase, strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), percent, p.Done, p.Total)
+	b.drawn = true
+}
+
+func (b *progressBar) done() {
+	if b.drawn {
+		fmt.Fprintln(b.w)
+	}
 }

@@ -153,3 +153,55 @@ func TestCLIErrors(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.True(t, strings.Contains(errs, "in use"), errs)
 }
+
+// TestCLIVerifyAndRepair damages a store's index tables behind its
+// program's back; verify finds it (exit status 3) with a progress bar,
+// repair fixes it, and verify then finds nothing.
+func TestCLIVerifyAndRepair(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "store")
+	writeStore(t, dir)
+
+	out, errs, code := runCLI(t, "verify", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "table accounts: 200 records, 600 entries; no drift")
+	assert.Contains(t, errs, "accounts records")
+	assert.Contains(t, errs, "] 100% 200/200")
+
+	store, err := pebblestore.Open(dir, pebblestore.Options{})
+	require.NoError(t, err)
+	key := func(elems ...any) []byte {
+		k, err := indextable.EncodeTuple(elems...)
+		require.NoError(t, err)
+		return k
+	}
+	var b indextable.Batch
+	b.Delete(key("accounts", int64(1), "town", int64(1), "T3", int64(3)))       // missing
+	b.Put(key("accounts", int64(1), "active", int64(1), true, int64(999)), nil) // dangling
+	require.NoError(t, store.Apply(ctx, &b))
+	require.NoError(t, store.Close())
+
+	out, errs, code = runCLI(t, "-quiet", "verify", dir)
+	require.Equal(t, 3, code, errs)
+	assert.Empty(t, errs, "quiet")
+	assert.Contains(t, out, "drift: 1 missing, 1 dangling")
+	assert.Contains(t, out, `missing entry in index "town": key [T3], record [3]`)
+
+	out, errs, code = runCLI(t, "-json", "-quiet", "verify", dir)
+	require.Equal(t, 3, code, errs)
+	var got struct {
+		Tables []struct {
+			Name  string
+			Drift map[string]int
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	assert.Equal(t, map[string]int{"missing": 1, "dangling": 1}, got.Tables[0].Drift)
+
+	out, errs, code = runCLI(t, "-quiet", "repair", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "repaired 2")
+	out, errs, code = runCLI(t, "-quiet", "verify", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "table accounts: 200 records, 600 entries; no drift")
+}
