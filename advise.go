@@ -134,12 +134,16 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 
 // Findings applies the pattern's rules to a table as its catalog describes
 // it, what it holds and what it has done: index by index in the order of
-// stats, then the filters of its scans. An index that no rule objects to
-// has no finding.
+// stats, then the filters of its scans. Only indexes that table lists as
+// readable are judged; one that no rule objects to has no finding.
 func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
 	o := opts.withDefaults()
 	var out []Finding
 	for _, s := range stats.Indexes {
+		d, state := definition(table, s.Index)
+		if state != IndexReadable {
+			continue // being built, or disabled: no query can read it yet
+		}
 		u := usage.Indexes[s.Index]
 		add := func(k FindingKind, format string, args ...any) {
 			out = append(out, Finding{Index: s.Index, Kind: k, Reason: fmt.Sprintf(format, args...)})
@@ -149,7 +153,7 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		}
 		if s.DistinctKeys > 0 && stats.Records > 0 {
 			perKey := float64(s.Entries) / float64(s.DistinctKeys)
-			if perKey >= o.Selectivity*float64(stats.Records) {
+			if perKey > 1 && perKey >= o.Selectivity*float64(stats.Records) {
 				add(LowCardinality, "%d distinct keys over %d entries: an average key selects %.0f%% of the %d records",
 					s.DistinctKeys, s.Entries, 100*perKey/float64(stats.Records), stats.Records)
 			}
@@ -167,7 +171,7 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		if u.Reads > 0 && float64(u.Mutations) >= o.Volatility*float64(u.Reads) {
 			add(Volatile, "%d entry writes for %d reads: %.0f writes a read", u.Mutations, u.Reads, float64(u.Mutations)/float64(u.Reads))
 		}
-		if d := definition(table, s.Index); d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
+		if d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
 			read := slices.Sorted(maps.Keys(u.FieldsRead))
 			var extra []string // read, and not in the entry's key
 			for _, f := range read {
@@ -175,9 +179,12 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 					extra = append(extra, f)
 				}
 			}
-			if len(extra) == 0 {
+			switch {
+			case len(read) == 0:
+				add(Projection, "all %d reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records", u.Reads)
+			case len(extra) == 0:
 				add(Projection, "all %d reads named only key fields (%v): KeysOnly would answer them from its entries, with no copy of the records", u.Reads, read)
-			} else {
+			default:
 				add(Projection, "all %d reads named only fields among %v: Partial with Projection %v would answer them from its entries, with no whole copy of the records", u.Reads, read, extra)
 			}
 		}
@@ -187,15 +194,25 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 			continue
 		}
 		f := Finding{Kind: UnindexedFilter}
+		var pk []string
 		for _, ii := range table.Indexes {
-			if d := ii.Definition; d != nil && ii.State == IndexReadable && leadsWith(d.Fields, fu.Fields) {
+			d := ii.Definition
+			if d == nil {
+				continue
+			}
+			pk = d.PrimaryKey
+			// A sparse index lacks the records whose fields are zero.
+			if ii.State == IndexReadable && !d.Sparse && !d.MultiValued && leadsWith(d.Fields, fu.Fields) {
 				f.Index = ii.Name
 				break
 			}
 		}
-		if f.Index != "" {
+		switch {
+		case f.Index != "":
 			f.Reason = fmt.Sprintf("%d scans of the fact table filtered on %v, which this index leads with: query it instead", fu.Scans, fu.Fields)
-		} else {
+		case leadsWith(pk, fu.Fields):
+			f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which the primary key leads with: query the fact table by Eq instead", fu.Scans, stats.Records, fu.Fields)
+		default:
 			f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v: an index on them would answer each with a range", fu.Scans, stats.Records, fu.Fields)
 		}
 		out = append(out, f)
@@ -203,14 +220,15 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 	return out
 }
 
-// definition returns the definition of index name in table, or nil.
-func definition(table TableInfo, name string) *IndexDefinition {
+// definition returns the definition (nil if not recorded) and the state
+// of index name in table.
+func definition(table TableInfo, name string) (*IndexDefinition, IndexState) {
 	for _, ii := range table.Indexes {
 		if ii.Name == name {
-			return ii.Definition
+			return ii.Definition, ii.State
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // leadsWith reports whether the first len(set) of fields are the names of

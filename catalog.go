@@ -652,13 +652,15 @@ type TableInfo struct {
 
 // ReadCatalog lists the tables of store in name order, with their indexes
 // as their catalogs record them, without the program's record types: it is
-// for tools. A table that never had an index is listed with none.
+// for tools. A table that never had an index is listed with none; keys that
+// are no table's (a ShardedStore's layout record, say) are passed over.
 func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 	var out []TableInfo
 	var from []byte
 	for {
 		var name string
 		found := false
+		var other []byte // a key that is no table's
 		for e, err := range store.Scan(ctx, ScanRange{Start: from, Limit: 1}) {
 			if err != nil {
 				return nil, err
@@ -666,9 +668,14 @@ func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 			v, _, err := DecodeElement(e.Key)
 			s, ok := v.(string)
 			if err != nil || !ok {
-				return nil, fmt.Errorf("%w: key %q is not a table's", ErrCodec, e.Key)
+				other = bytes.Clone(e.Key)
+				continue
 			}
 			name, found = s, true
+		}
+		if other != nil {
+			from = append(other, 0) // the next key
+			continue
 		}
 		if !found {
 			return out, nil

@@ -971,6 +971,7 @@ func TestFindPageResumesWithCursors(t *testing.T) {
 		"other query":   {foreign, cursor},
 		"other index":   {it.Query{Index: "town", Eq: it.Tuple{"R"}, Limit: 2}, cursor},
 		"other order":   {it.Query{Index: "town_name", Eq: it.Tuple{"R"}, Limit: 2, Reverse: true}, cursor},
+		"other filter":  {it.Query{Index: "town_name", Eq: it.Tuple{"R"}, Limit: 2, Where: map[string]any{"Name": "N01"}}, cursor},
 		"truncated":     {q, cursor[:10]},
 		"not base64url": {q, "?" + cursor},
 	} {

@@ -137,11 +137,15 @@ func (t *Table[T]) compileWhere(q Query, p *scanPlan) error {
 }
 
 // fingerprint identifies the query a cursor belongs to: its table, index,
-// range and direction.
+// range, direction and filter.
 func (p *scanPlan) fingerprint() uint64 {
 	h := fnv.New64a()
 	var n [binary.MaxVarintLen64]byte
-	for _, part := range [][]byte{[]byte(p.table), []byte(p.index), p.r.Start, p.r.End, {boolByte(p.r.Reverse)}} {
+	parts := [][]byte{[]byte(p.table), []byte(p.index), p.r.Start, p.r.End, {boolByte(p.r.Reverse)}, []byte(p.filter)}
+	for _, c := range p.where {
+		parts = append(parts, c.want)
+	}
+	for _, part := range parts {
 		h.Write(binary.AppendUvarint(n[:0], uint64(len(part))))
 		h.Write(part)
 	}
@@ -365,6 +369,7 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 	rd := t.newReader()
 	defer t.freeReader(rd)
+	rd.counting = true
 	if len(q.Where) == 0 {
 		q.Covered = true // counted from the entries alone, so checked as a covered read
 	}
@@ -421,9 +426,7 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		return err
 	}
 	ix.use.noteRead(rd.plan.eq)
-	if !q.Covered { // a covered read needs only what entries hold
-		ix.use.noteFields(q.Fields)
-	}
+	ix.use.noteFields(fieldsNeeded(q, ix, rd.counting))
 	// A normalized or partial read checks every record anyway.
 	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
 		// An intra-partition read of one partition needs only its queue.
@@ -439,6 +442,26 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		return err
 	}
 	return nil
+}
+
+// fieldsNeeded returns the fields a read of q from ix needs, for Usage:
+// nil for whole records; else those it names (Fields) and filters on
+// (Where), which for a Count, or a covered read of an index that does not
+// copy whole records, may be none beyond the entries' own.
+func fieldsNeeded(q Query, ix *indexTable, counting bool) []string {
+	if len(q.Fields) == 0 && !counting && !(q.Covered && ix.strategy != FullCopy) {
+		return nil
+	}
+	out := slices.Clone(q.Fields)
+	for name := range q.Where {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
 
 // read yields the records of plan p, or an error as the last call; when
@@ -515,7 +538,8 @@ type reader[T any] struct {
 	rec      T      // decoded into, then yielded by value
 	whereBuf []byte // a field's encoding, to compare with Where
 	zero     T
-	n        int // records yielded
+	n        int  // records yielded
+	counting bool // a Count, which needs no record
 	f        fetcher[T]
 }
 

@@ -2,6 +2,7 @@ package indextable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,9 @@ type IndexUsage struct {
 	// often, the most read first: at most 32, kept by the Space-Saving
 	// algorithm. Counts are exact while a process has read the index fewer
 	// than 1024 times (since its last SaveUsage) and no more than 32 keys;
-	// after that, they are estimates from a sample of one read in 16.
+	// after that, they are estimates from a sample of one read in 16. They
+	// hold the values queried, which SaveUsage stores: a key prefix longer
+	// than 128 bytes encoded is not kept.
 	ReadKeys []KeyReads
 }
 
@@ -127,6 +130,7 @@ const (
 	readKeysKept    = 32
 	readKeysExact   = 1024
 	readKeysSampled = 16
+	readKeyMax      = 128 // bytes: a longer key prefix is counted, not kept
 )
 
 // usageCounters count what one index does; the zero value is ready.
@@ -149,6 +153,10 @@ type keyCount struct {
 // when the key is kept, else by Space-Saving: it takes the place of the
 // least read key and adds to that key's count.
 func (c *usageCounters) noteRead(eq []byte) {
+	if len(eq) > readKeyMax {
+		c.reads.Add(1)
+		return
+	}
 	weight := int64(1)
 	if n := c.reads.Add(1); n > readKeysExact {
 		if n%readKeysSampled != 0 {
@@ -181,11 +189,14 @@ func (c *usageCounters) noteRead(eq []byte) {
 	c.slot[c.kept[least].key] = least
 }
 
-// noteFields counts a read that named fields (Query.Fields), or, when
-// there are none, one that needed whole records.
+// noteFields counts the fields a read needed: nil for whole records, none
+// for only what its entries hold (see fieldsNeeded).
 func (c *usageCounters) noteFields(fields []string) {
-	if len(fields) == 0 {
+	if fields == nil {
 		c.wholeReads.Add(1)
+		return
+	}
+	if len(fields) == 0 {
 		return
 	}
 	c.mu.Lock()
@@ -360,7 +371,7 @@ func decodeStoredUsage(b []byte) (storedUsage, error) {
 			return 0
 		}
 		n, ok := asInt(t[0])
-		if !ok {
+		if !ok || n < 0 { // every count is one
 			err = bad
 		}
 		t = t[1:]
@@ -518,7 +529,7 @@ func (u *storedUsage) usage(names []string) (TableUsage, error) {
 	}
 	slices.SortFunc(out.Filters, func(a, b FilterUse) int {
 		if a.Scans != b.Scans {
-			return int(b.Scans - a.Scans)
+			return cmp.Compare(b.Scans, a.Scans)
 		}
 		return slices.Compare(a.Fields, b.Fields)
 	})
@@ -533,7 +544,7 @@ func (u *storedUsage) usage(names []string) (TableUsage, error) {
 		}
 		slices.SortFunc(iu.ReadKeys, func(a, b KeyReads) int {
 			if a.Reads != b.Reads {
-				return int(b.Reads - a.Reads)
+				return cmp.Compare(b.Reads, a.Reads)
 			}
 			return bytes.Compare(mustEncode(a.Key), mustEncode(b.Key))
 		})
@@ -551,8 +562,13 @@ func mustEncode(t Tuple) []byte {
 // SaveUsage adds what this process has counted since it opened the table,
 // or since its last SaveUsage, to the totals kept in the store, so that
 // they outlive the process and add up over the processes that share the
-// table. Indexes the schema no longer declares keep their totals until the
-// table is opened without them and saved.
+// table. Totals are kept by index name: an index that is dropped keeps
+// its totals, and an index redefined under its name goes on from them.
+//
+// When the store's answer leaves it unknown whether the totals were
+// written (a network error, say), the counts are kept for the next save,
+// which may count them twice; after ErrConflict on every attempt they were
+// not written.
 func (t *Table[T]) SaveUsage(ctx context.Context) error {
 	writes, scans, filters := t.writes.Swap(0), t.scans.Swap(0), t.filters.take(true)
 	indexes := map[string]IndexUsage{}
@@ -579,13 +595,6 @@ func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, filters m
 			return fmt.Errorf("table %q: %w", t.name, err)
 		}
 		u.add(writes, scans, filters, indexes, keys)
-		// Indexes the schema dropped go with this save.
-		for name := range u.indexes {
-			if t.indexes.lookup(name) == nil {
-				delete(u.indexes, name)
-				delete(u.keys, name)
-			}
-		}
 		key := usageKey(t.prefix)
 		var b Batch
 		if old == nil {

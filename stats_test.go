@@ -369,3 +369,56 @@ func TestAdviseShrinksFullCopiesToTheFieldsRead(t *testing.T) {
 		{Index: "by_email", Kind: it.Projection, Reason: "all 20 reads named only fields among [Active Email]: Partial with Projection [Active] would answer them from its entries, with no whole copy of the records"},
 	}, findings)
 }
+
+// TestAdviseLeavesHealthyAndUnreadableIndexesAlone: a unique index on a
+// small table is not of low cardinality; an index still being built is
+// not unused; a covered read of a full copy reads whole records, while
+// counts need only keys.
+func TestAdviseLeavesHealthyAndUnreadableIndexesAlone(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	schema := it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"}, Indexes: []it.Index[account]{
+		{Name: "email", Fields: []string{"Email"}, Unique: true},
+		{Name: "copy", Fields: []string{"Town"}, Strategy: it.FullCopy},
+		{Name: "counted", Fields: []string{"Score"}, Strategy: it.FullCopy},
+	}}
+	tbl, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Town: fmt.Sprint("T", i), Score: i})
+		require.NoError(t, err)
+		drainAll(t, tbl, it.Query{Index: "email", Eq: it.Tuple{fmt.Sprint(i, "@x")}})
+		drainAll(t, tbl, it.Query{Index: "copy", Eq: it.Tuple{fmt.Sprint("T", i)}, Covered: true})
+		_, err = tbl.Count(ctx, it.Query{Index: "counted", Eq: it.Tuple{i}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tbl.SaveUsage(ctx))
+	// A new index over existing records starts write-only.
+	schema.Indexes = append(schema.Indexes, it.Index[account]{Name: "building", Fields: []string{"Town"}})
+	tbl, err = it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Update(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Town: fmt.Sprint("U", i), Score: i})
+		require.NoError(t, err)
+	}
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{MinWrites: 5})
+	require.NoError(t, err)
+	require.Equal(t, []it.Finding{{Index: "counted", Kind: it.Projection,
+		Reason: "all 10 reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records"}}, findings)
+}
+
+// TestReadCatalogPassesOverOtherKeys: keys that are no table's, before and
+// after a table's, do not stop the listing.
+func TestReadCatalogPassesOverOtherKeys(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	var b it.Batch
+	b.Put([]byte{0x01}, nil)                               // a null element, not a name
+	b.Put([]byte("\xff\xffindextable shard layout"), nil) // a shard's layout record
+	require.NoError(t, s.Apply(ctx, &b))
+	openPeople(t, s)
+	tables, err := it.ReadCatalog(ctx, s)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	require.Equal(t, "people", tables[0].Name)
+}

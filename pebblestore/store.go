@@ -70,8 +70,8 @@ type Options struct {
 	// ReadOnly opens an existing store without writing to it, for tools:
 	// the directory must hold a store, Apply returns an error wrapping
 	// ErrReadOnly, and Pebble neither flushes nor compacts. It still takes
-	// the directory's lock, so it fails with ErrLocked while a program has
-	// the store open.
+	// the directory's lock (creating its LOCK file if there is none), so it
+	// fails with ErrLocked while a program has the store open.
 	ReadOnly bool
 }
 
