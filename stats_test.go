@@ -413,7 +413,7 @@ func TestReadCatalogPassesOverOtherKeys(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	var b it.Batch
-	b.Put([]byte{0x01}, nil)                               // a null element, not a name
+	b.Put([]byte{0x01}, nil)                              // a null element, not a name
 	b.Put([]byte("\xff\xffindextable shard layout"), nil) // a shard's layout record
 	require.NoError(t, s.Apply(ctx, &b))
 	openPeople(t, s)
