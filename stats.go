@@ -380,38 +380,34 @@ func decodeStoredUsage(b []byte) (storedUsage, error) {
 	if next() != usageFormat || err != nil {
 		return u, fmt.Errorf("%w: usage record: unknown format", ErrCodec)
 	}
-	u.writes, u.scans = next(), next()
-	for n := next(); err == nil && n > 0; n-- {
-		if len(t) == 0 {
-			return u, bad
+	// counts reads a count, then as many names with their counts, into m.
+	counts := func(m map[string]int64) {
+		for n := next(); err == nil && n > 0; n-- {
+			if len(t) == 0 {
+				err = bad
+				return
+			}
+			name, ok := t[0].(string)
+			if !ok {
+				err = bad
+				return
+			}
+			t = t[1:]
+			m[name] = next()
 		}
-		f, ok := t[0].(string)
-		if !ok {
-			return u, bad
-		}
-		t = t[1:]
-		u.filters[f] = next()
 	}
+	u.writes, u.scans = next(), next()
+	counts(u.filters)
 	for err == nil && len(t) > 0 {
 		name, ok := t[0].(string)
 		if !ok {
 			return u, bad
 		}
 		t = t[1:]
-		iu := IndexUsage{Reads: next(), Returned: next(), Mutations: next(), WholeReads: next()}
-		for n := next(); err == nil && n > 0; n-- {
-			if len(t) == 0 {
-				return u, bad
-			}
-			f, ok := t[0].(string)
-			if !ok {
-				return u, bad
-			}
-			t = t[1:]
-			if iu.FieldsRead == nil {
-				iu.FieldsRead = map[string]int64{}
-			}
-			iu.FieldsRead[f] = next()
+		iu := IndexUsage{Reads: next(), Returned: next(), Mutations: next(), WholeReads: next(), FieldsRead: map[string]int64{}}
+		counts(iu.FieldsRead)
+		if len(iu.FieldsRead) == 0 {
+			iu.FieldsRead = nil
 		}
 		n := next()
 		keys := map[string]int64{}

@@ -112,20 +112,11 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	if len(schema.PrimaryKey) == 0 {
 		return nil, fmt.Errorf("%w: table %q has no primary key", ErrInvalidSchema, schema.Name)
 	}
-	t := &Table[T]{store: store, name: schema.Name, codec: schema.Codec, rtype: rt, wake: make(chan struct{}, 1)}
-	if t.codec == nil {
-		t.codec = JSONCodec{}
+	codec := schema.Codec
+	if codec == nil {
+		codec = JSONCodec{}
 	}
-	if c, ok := t.codec.(*BinaryCodec); ok {
-		t.inPlace, _ = c.plan(rt) // else Unmarshal reports the error
-	}
-	if s, ok := store.(StableStore); ok {
-		t.stable = s.StableValues()
-	}
-	t.prefix = appendString(nil, schema.Name)
-	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
-	t.queueSpace = appendInt(bytes.Clone(t.prefix), spaceQueue)
-	t.queueEnd = tupleEnd(t.queueSpace)
+	t := newTable[T](store, schema.Name, codec, rt)
 	for i, name := range schema.PrimaryKey {
 		for _, prev := range schema.PrimaryKey[:i] {
 			if prev == name {
@@ -155,6 +146,23 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 		return nil, fmt.Errorf("table %q: record layout: %w", t.name, err)
 	}
 	return t, nil
+}
+
+// newTable returns the table name of store, with records of type rt stored
+// with codec, before its primary key and indexes are set.
+func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Table[T] {
+	t := &Table[T]{store: store, name: name, codec: codec, rtype: rt, wake: make(chan struct{}, 1)}
+	if c, ok := codec.(*BinaryCodec); ok {
+		t.inPlace, _ = c.plan(rt) // else Unmarshal reports the error
+	}
+	if s, ok := store.(StableStore); ok {
+		t.stable = s.StableValues()
+	}
+	t.prefix = appendString(nil, name)
+	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
+	t.queueSpace = appendInt(bytes.Clone(t.prefix), spaceQueue)
+	t.queueEnd = tupleEnd(t.queueSpace)
+	return t
 }
 
 // Name returns the table's name.

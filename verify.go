@@ -515,17 +515,7 @@ func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("table %q: %w", info.Name, err)
 	}
-	t := &Table[toolRecord]{store: store, name: info.Name, codec: codec, rtype: rt, wake: make(chan struct{}, 1)}
-	if c, ok := codec.(*BinaryCodec); ok {
-		t.inPlace, _ = c.plan(rt)
-	}
-	if s, ok := store.(StableStore); ok {
-		t.stable = s.StableValues()
-	}
-	t.prefix = appendString(nil, info.Name)
-	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
-	t.queueSpace = appendInt(bytes.Clone(t.prefix), spaceQueue)
-	t.queueEnd = tupleEnd(t.queueSpace)
+	t := newTable[toolRecord](store, info.Name, codec, rt)
 	var skipped []string
 	for _, ii := range info.Indexes {
 		d := ii.Definition
