@@ -3,6 +3,8 @@ package indextable
 import (
 	"bytes"
 	"context"
+	"encoding"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/token"
@@ -16,9 +18,11 @@ import (
 // tool without the program's types (cmd/indextable) can decode its records
 // and compute their index entries: a descriptor of the record type that
 // layoutType turns back into an equivalent type, with the same kinds,
-// exported fields, tags and embedding, which both codecs read as the
-// program's type. Methods are not kept: a field type with its own JSON
-// marshalling decodes as its underlying kind.
+// exported fields, tags and embedding, which the codec reads as the
+// program's type. Methods are not kept, so for the JSON codec a type that
+// no descriptor can stand for (one with its own JSON or text encoding, or
+// an unexported embedded struct, whose fields JSON promotes) has no
+// layout; the binary codec goes by kinds and field names alone.
 //
 //	type   = kind | "time" | "any" | "*" type | "[]" type | "[" n "]" type |
 //	         "map[" type "]" type | "struct{" { field ";" } "}"
@@ -27,10 +31,33 @@ import (
 // errLayout reports a record type that no descriptor can describe.
 var errLayout = errors.New("record layout")
 
-// describeType appends the descriptor of t to b.
-func describeType(b []byte, t reflect.Type, visiting map[reflect.Type]bool) ([]byte, error) {
+// describeType appends to b the descriptor of t, whose values are stored
+// with the JSON codec when forJSON is set, else with the binary codec.
+func describeType(b []byte, t reflect.Type, forJSON bool) ([]byte, error) {
+	d := describer{forJSON: forJSON, visiting: map[reflect.Type]bool{}}
+	return d.describe(b, t)
+}
+
+type describer struct {
+	forJSON  bool
+	visiting map[reflect.Type]bool
+}
+
+var encodingMethods = []reflect.Type{
+	reflect.TypeFor[json.Marshaler](), reflect.TypeFor[json.Unmarshaler](),
+	reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler](),
+}
+
+func (d describer) describe(b []byte, t reflect.Type) ([]byte, error) {
 	if t == timeType {
 		return append(b, "time"...), nil
+	}
+	if d.forJSON && t.Kind() != reflect.Interface {
+		for _, m := range encodingMethods {
+			if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+				return nil, fmt.Errorf("%w: %s has its own encoding (%s)", errLayout, t, m)
+			}
+		}
 	}
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -43,27 +70,32 @@ func describeType(b []byte, t reflect.Type, visiting map[reflect.Type]bool) ([]b
 		}
 		return append(b, "any"...), nil
 	case reflect.Pointer:
-		return describeNested(append(b, '*'), t.Elem(), t, visiting)
+		return d.nested(append(b, '*'), t.Elem(), t)
 	case reflect.Slice:
-		return describeNested(append(b, "[]"...), t.Elem(), t, visiting)
+		return d.nested(append(b, "[]"...), t.Elem(), t)
 	case reflect.Array:
-		return describeNested(append(b, "["+strconv.Itoa(t.Len())+"]"...), t.Elem(), t, visiting)
+		return d.nested(append(b, "["+strconv.Itoa(t.Len())+"]"...), t.Elem(), t)
 	case reflect.Map:
-		b, err := describeNested(append(b, "map["...), t.Key(), t, visiting)
+		b, err := d.nested(append(b, "map["...), t.Key(), t)
 		if err != nil {
 			return nil, err
 		}
-		return describeNested(append(b, ']'), t.Elem(), t, visiting)
+		return d.nested(append(b, ']'), t.Elem(), t)
 	case reflect.Struct:
-		if visiting[t] {
+		if d.visiting[t] {
 			return nil, fmt.Errorf("%w: recursive type %s", errLayout, t)
 		}
-		visiting[t] = true
-		defer delete(visiting, t)
+		d.visiting[t] = true
+		defer delete(d.visiting, t)
 		b = append(b, "struct{"...)
 		for i := range t.NumField() {
 			sf := t.Field(i)
-			if !sf.IsExported() {
+			switch {
+			case sf.Anonymous && sf.Type == timeType:
+				return nil, fmt.Errorf("%w: %s embeds time.Time", errLayout, t)
+			case !sf.IsExported() && sf.Anonymous && d.forJSON:
+				return nil, fmt.Errorf("%w: %s embeds %s, unexported, whose fields JSON stores", errLayout, t, sf.Type)
+			case !sf.IsExported():
 				continue
 			}
 			if sf.Anonymous {
@@ -71,7 +103,7 @@ func describeType(b []byte, t reflect.Type, visiting map[reflect.Type]bool) ([]b
 			}
 			b = append(append(b, sf.Name...), ' ')
 			var err error
-			if b, err = describeType(b, sf.Type, visiting); err != nil {
+			if b, err = d.describe(b, sf.Type); err != nil {
 				return nil, err
 			}
 			b = append(strconv.AppendQuote(append(b, ' '), string(sf.Tag)), ';')
@@ -81,8 +113,8 @@ func describeType(b []byte, t reflect.Type, visiting map[reflect.Type]bool) ([]b
 	return nil, fmt.Errorf("%w: %s has kind %s, which no codec stores", errLayout, t, t.Kind())
 }
 
-func describeNested(b []byte, elem, outer reflect.Type, visiting map[reflect.Type]bool) ([]byte, error) {
-	b, err := describeType(b, elem, visiting)
+func (d describer) nested(b []byte, elem, outer reflect.Type) ([]byte, error) {
+	b, err := d.describe(b, elem)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", outer, err)
 	}
@@ -208,7 +240,7 @@ const layoutFormat = 1
 // library's codecs, which tools can decode, else c's type.
 func codecName(c Codec) string {
 	switch c.(type) {
-	case JSONCodec:
+	case JSONCodec, *JSONCodec:
 		return "json"
 	case *BinaryCodec:
 		return "binary"
@@ -216,39 +248,45 @@ func codecName(c Codec) string {
 	return fmt.Sprintf("%T", c)
 }
 
-// recordLayout keeps the table's record layout and codec in the store,
-// for tools, unless it is there already. A type that no descriptor can
-// describe leaves none: tools then cannot decode the table's records.
+// recordLayout keeps the table's record layout and codec in the store, for
+// tools, or deletes a kept one when no descriptor can stand for the type.
+// It does its best and no more: Open does not fail for it (the store may be
+// read-only, say); a tool then finds the layout missing, or the last one
+// kept. Only a done ctx stops it.
 func (t *Table[T]) recordLayout(ctx context.Context) error {
-	desc, err := describeType(nil, t.rtype, map[reflect.Type]bool{})
-	if err != nil {
-		return nil
-	}
-	want, err := EncodeTuple(int64(layoutFormat), codecName(t.codec), string(desc))
-	if err != nil {
-		return err
+	codec := codecName(t.codec)
+	desc, err := describeType(nil, t.rtype, codec != "binary")
+	var want []byte // nil: none
+	if err == nil {
+		if _, err = layoutType(string(desc)); err == nil {
+			want, err = EncodeTuple(int64(layoutFormat), codec, string(desc))
+		}
 	}
 	key := appendInt(bytes.Clone(t.prefix), spaceLayout)
-	for attempt := 1; ; attempt++ {
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		have, err := t.store.Get(ctx, key)
-		switch {
-		case err == nil && bytes.Equal(have, want):
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			break
+		}
+		if bytes.Equal(have, want) {
 			return nil
-		case err != nil && !errors.Is(err, ErrNotFound):
-			return err
 		}
 		var b Batch
-		if err == nil {
+		if have != nil {
 			b.ExpectValue(key, have)
 		} else {
 			b.ExpectAbsent(key)
 		}
-		b.Put(key, want)
-		err = t.store.Apply(ctx, &b)
-		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
-			return err
+		if want != nil {
+			b.Put(key, want)
+		} else {
+			b.Delete(key)
+		}
+		if err = t.store.Apply(ctx, &b); !errors.Is(err, ErrConflict) {
+			break
 		}
 	}
+	return ctx.Err()
 }
 
 // readLayout returns the codec name and layout descriptor that the table

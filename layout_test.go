@@ -2,6 +2,7 @@ package indextable
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -37,12 +38,12 @@ type layoutRecord struct {
 // same way.
 func TestLayoutRoundTrip(t *testing.T) {
 	rt := reflect.TypeFor[layoutRecord]()
-	desc, err := describeType(nil, rt, map[reflect.Type]bool{})
+	desc, err := describeType(nil, rt, true)
 	require.NoError(t, err)
 	t.Log(string(desc))
 	dyn, err := layoutType(string(desc))
 	require.NoError(t, err)
-	again, err := describeType(nil, dyn, map[reflect.Type]bool{})
+	again, err := describeType(nil, dyn, true)
 	require.NoError(t, err)
 	require.Equal(t, string(desc), string(again))
 
@@ -64,7 +65,7 @@ func TestLayoutRoundTrip(t *testing.T) {
 
 	// An interface field, which JSON stores and the binary codec does not.
 	withAny := struct{ A any }{A: map[string]any{"k": 1.5}}
-	desc, err = describeType(nil, reflect.TypeOf(withAny), map[reflect.Type]bool{})
+	desc, err = describeType(nil, reflect.TypeOf(withAny), true)
 	require.NoError(t, err)
 	dyn, err = layoutType(string(desc))
 	require.NoError(t, err)
@@ -84,9 +85,27 @@ func TestLayoutRefusesWhatNoCodecStores(t *testing.T) {
 		node{},
 		struct{ C complex128 }{},
 	} {
-		_, err := describeType(nil, reflect.TypeOf(v), map[reflect.Type]bool{})
+		_, err := describeType(nil, reflect.TypeOf(v), false)
 		require.ErrorIs(t, err, errLayout, "%T", v)
 	}
+	// What JSON stores by methods, or promotes from an unexported embedded
+	// struct, a descriptor cannot stand for; the binary codec goes by kinds.
+	for _, v := range []any{
+		struct{ M layoutMoney }{},
+		struct{ K map[layoutText]int }{},
+		struct{ P *layoutText }{},
+		struct{ layoutHidden }{},
+	} {
+		_, err := describeType(nil, reflect.TypeOf(v), true)
+		require.ErrorIs(t, err, errLayout, "%T", v)
+		_, err = describeType(nil, reflect.TypeOf(v), false)
+		require.NoError(t, err, "%T", v)
+	}
+	_, err := describeType(nil, reflect.TypeFor[struct {
+		By string
+		time.Time
+	}](), false)
+	require.ErrorIs(t, err, errLayout, "an embedded time.Time")
 	for _, s := range []string{"", "struct{", "struct{a int \"\";}", "struct{A int;}", "map[[]int]int", "[x]int", "int8x", "struct{A nope \"\";}"} {
 		_, err := layoutType(s)
 		require.ErrorIs(t, err, errLayout, "%q", s)
@@ -95,10 +114,20 @@ func TestLayoutRefusesWhatNoCodecStores(t *testing.T) {
 
 type fmtStringer interface{ String() string }
 
+type layoutMoney float64
+
+func (m layoutMoney) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%.2f", float64(m))), nil }
+
+type layoutText [4]byte
+
+func (x *layoutText) UnmarshalText([]byte) error { return nil }
+
+type layoutHidden struct{ City string }
+
 // FuzzLayoutType: no descriptor panics, and one that parses describes a
 // type that parses to the same type.
 func FuzzLayoutType(f *testing.F) {
-	desc, _ := describeType(nil, reflect.TypeFor[layoutRecord](), map[reflect.Type]bool{})
+	desc, _ := describeType(nil, reflect.TypeFor[layoutRecord](), true)
 	f.Add(string(desc))
 	f.Add("map[string][2]*struct{embed A struct{} \"x\";}")
 	f.Fuzz(func(t *testing.T, s string) {
@@ -106,7 +135,7 @@ func FuzzLayoutType(f *testing.F) {
 		if err != nil {
 			return
 		}
-		d, err := describeType(nil, rt, map[reflect.Type]bool{})
+		d, err := describeType(nil, rt, true)
 		if err != nil {
 			t.Fatalf("%q parsed to %v, which does not describe: %v", s, rt, err)
 		}

@@ -464,13 +464,7 @@ func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([
 	// A record of the table's type, which is T's, or a layout's for a
 	// tool (see VerifyTable).
 	rec := reflect.New(t.rtype)
-	var err error
-	if t.stable && t.inPlace != nil {
-		err = t.inPlace.decode(bytesString(payload), rec.Elem())
-	} else {
-		err = t.codec.Unmarshal(payload, rec.Interface())
-	}
-	if err != nil {
+	if err := t.decodeInto(payload, rec, t.stable); err != nil {
 		return nil, fmt.Errorf("table %q: decode record %v: %w", t.name, decodeForError(pk), err)
 	}
 	entries, err := t.indexes.entries(rec.Elem(), pk, payload, t.codec, want)
@@ -484,19 +478,22 @@ func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([
 // as rec may live; a codec that can decodes strings that share its memory,
 // saving a copy.
 func (t *Table[T]) decodeKept(payload []byte, rec *T) error {
-	if t.inPlace != nil {
-		return t.inPlace.decode(bytesString(payload), reflect.ValueOf(rec).Elem())
-	}
-	return t.codec.Unmarshal(payload, rec)
+	return t.decodeInto(payload, reflect.ValueOf(rec), true)
 }
 
 // decodeStored decodes into rec a payload read from the store: in place
 // when the store's values may be kept, else from a copy.
 func (t *Table[T]) decodeStored(payload []byte, rec *T) error {
-	if t.stable {
-		return t.decodeKept(payload, rec)
+	return t.decodeInto(payload, reflect.ValueOf(rec), t.stable)
+}
+
+// decodeInto decodes payload into the record that ptr points to: in place
+// when kept is set and the codec can.
+func (t *Table[T]) decodeInto(payload []byte, ptr reflect.Value, kept bool) error {
+	if kept && t.inPlace != nil {
+		return t.inPlace.decode(bytesString(payload), ptr.Elem())
 	}
-	return t.codec.Unmarshal(payload, rec)
+	return t.codec.Unmarshal(payload, ptr.Interface())
 }
 
 // A fact record is stored as its version (a uvarint), then its codec

@@ -469,9 +469,10 @@ func VerifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 	return verifyTable(ctx, store, info, opts, false)
 }
 
-// RepairTable is Repair for a tool, as VerifyTable is Verify. It refuses a
-// table with an index it cannot check: a fix may go through the queue, and
-// a tool that applied the queue would leave such an index behind.
+// RepairTable is Repair for a tool, as VerifyTable is Verify. On a store
+// whose atomicity is bounded it refuses a table with an index it cannot
+// check: a fix there may go through the queue, and a tool that applied the
+// queue would leave such an index behind.
 func RepairTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
 	return verifyTable(ctx, store, info, opts, true)
 }
@@ -486,8 +487,9 @@ func verifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 	if err != nil {
 		return nil, err
 	}
-	if repair && len(skipped) > 0 {
-		return nil, fmt.Errorf("%w: table %q: index %q has a Key func or no definition: repair the table in its program", ErrInvalidSchema, info.Name, skipped[0])
+	if a := store.Atomicity(); repair && len(skipped) > 0 && (a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0) {
+		return nil, fmt.Errorf("%w: table %q: index %q has a Key func or no definition, and a fix on this store may go through the queue: repair the table in its program",
+			ErrInvalidSchema, info.Name, skipped[0])
 	}
 	r, err := t.verify(ctx, opts, repair)
 	if r != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -291,7 +292,8 @@ func TestRepairLeavesAConcurrentWriteAlone(t *testing.T) {
 // TestVerifyTableWithoutTypes checks that a tool, with only the store,
 // finds what the program's Verify finds (every strategy, unique and
 // multi-valued indexes, both codecs), repairs it, and skips what it cannot
-// check: an index with a Key func, which also makes it refuse to repair.
+// check: an index with a Key func, which also makes it refuse to repair
+// where fixes may be queued.
 func TestVerifyTableWithoutTypes(t *testing.T) {
 	ctx := context.Background()
 	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
@@ -352,14 +354,23 @@ func TestVerifyTableWithoutTypes(t *testing.T) {
 			require.Equal(t, want.Total()-want.Drift[it.DriftUniqueViolation], rep.Repaired)
 			requireNoDrift(t, tbl)
 
-			// An index with a Key func is skipped, and stops a repair.
+			// An index with a Key func is skipped; a repair leaves it alone,
+			// unless fixes may go through the queue, which it would fall
+			// behind: then it refuses.
 			indexes = append(indexes, indexByName("score_mod"))
-			_, err = it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
+			tbl, err = it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
 			require.NoError(t, err)
 			rep, err = it.VerifyTable(ctx, s, info(), it.VerifyOptions{})
 			require.NoError(t, err)
 			require.Equal(t, []string{"score_mod"}, rep.Skipped)
-			_, err = it.RepairTable(ctx, s, info(), it.VerifyOptions{})
+			b.Reset()
+			b.Put(mustKey(t, "people", 1, "town", 1, "Nowhere", 999), nil)
+			require.NoError(t, s.Apply(ctx, &b))
+			rep, err = it.RepairTable(ctx, s, info(), it.VerifyOptions{})
+			require.NoError(t, err)
+			require.Equal(t, 1, rep.Repaired)
+			requireNoDrift(t, tbl)
+			_, err = it.RepairTable(ctx, partitionedStore(s), info(), it.VerifyOptions{})
 			require.ErrorIs(t, err, it.ErrInvalidSchema)
 		})
 	}
@@ -369,4 +380,57 @@ func countRecords[T any](t testing.TB, tbl *it.Table[T]) int64 {
 	n, err := tbl.Count(context.Background(), it.Query{})
 	require.NoError(t, err)
 	return int64(n)
+}
+
+// readOnlyStore refuses every batch, as a store opened read-only does.
+type readOnlyStore struct{ it.Store }
+
+func (readOnlyStore) Apply(context.Context, *it.Batch) error { return errors.New("read-only") }
+
+type moneyAmount float64
+
+func (m moneyAmount) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%.2f", float64(m))), nil }
+
+// TestRecordLayoutFollowsTheType: a table keeps the layout of the type it
+// was last opened with, drops it for a type no layout can stand for (tools
+// then refuse, saying why), and opens on a store that refuses writes.
+func TestRecordLayoutFollowsTheType(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	schema := func() []it.Index[person] { return []it.Index[person]{indexByName("town")} }
+	_, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: schema()})
+	require.NoError(t, err)
+	info := func() it.TableInfo {
+		tables, err := it.ReadCatalog(ctx, s)
+		require.NoError(t, err)
+		return tables[0]
+	}
+	first := info()
+	require.Equal(t, "json", first.Codec)
+	require.Contains(t, first.Layout, `Town string`)
+
+	type slim struct {
+		ID   int
+		Town string
+	}
+	_, err = it.Open(ctx, s, it.Schema[slim]{Name: "people", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+		Indexes: []it.Index[slim]{{Name: "town", Fields: []string{"Town"}}}})
+	require.NoError(t, err)
+	require.Equal(t, "binary", info().Codec)
+	require.Equal(t, `struct{ID int "";Town string "";}`, info().Layout)
+
+	type priced struct {
+		ID    int
+		Town  string
+		Price moneyAmount
+	}
+	_, err = it.Open(ctx, s, it.Schema[priced]{Name: "people", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[priced]{{Name: "town", Fields: []string{"Town"}}}})
+	require.NoError(t, err)
+	require.Empty(t, info().Layout, "a type with its own JSON encoding has no layout")
+	_, err = it.VerifyTable(ctx, s, info(), it.VerifyOptions{})
+	require.ErrorContains(t, err, "keeps no record layout")
+
+	_, err = it.Open(ctx, readOnlyStore{s}, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: schema()})
+	require.NoError(t, err, "the layout is best effort")
 }

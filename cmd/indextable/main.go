@@ -52,7 +52,8 @@ func main() {
 var errUsage = errors.New("usage: indextable [-json] [-table NAME] [-quiet] [advise thresholds] catalog|stats|advise|verify|repair DIR")
 
 // run runs the command line args, printing to stdout and stderr, and
-// returns the exit status: 0, 1 on an error, 2 on bad arguments.
+// returns the exit status: 0, 1 on an error, 2 on bad arguments, 3 when
+// verify or repair left drift.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("indextable", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -298,13 +299,29 @@ func join(names []string) string {
 
 // checkReport is what verify and repair say of one table.
 type checkReport struct {
-	Name string `json:"name"`
-	*indextable.VerifyReport
+	Name     string                       `json:"name"`
+	Records  int64                        `json:"records"`
+	Entries  int64                        `json:"entries"`
+	Drift    map[indextable.DriftKind]int `json:"drift"`
+	Pending  int                          `json:"pending"`
+	Repaired int                          `json:"repaired"`
+	Samples  []indextable.Drift           `json:"samples,omitempty"`
+	Skipped  []string                     `json:"skipped,omitempty"`
+	Error    string                       `json:"error,omitempty"`
+}
+
+func (c checkReport) total() int {
+	n := 0
+	for _, d := range c.Drift {
+		n += d
+	}
+	return n
 }
 
 // check verifies, or repairs, the tables of the store in dir, printing a
 // progress bar to progress (when not nil) and the reports to w; it reports
-// whether drift is left.
+// whether drift is left. A table that cannot be checked does not stop the
+// others: its error is reported with them, and returned.
 func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, progress io.Writer) (bool, error) {
 	store, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: !repair})
 	if err != nil {
@@ -316,6 +333,7 @@ func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, p
 		return false, err
 	}
 	var out []checkReport
+	var errs []error
 	drift := false
 	for _, t := range tables {
 		if only != "" && t.Name != only {
@@ -333,13 +351,16 @@ func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, p
 		}
 		r, err := run(ctx, store, t, opts)
 		bar.done()
+		c := checkReport{Name: t.Name}
+		if r != nil {
+			c.Records, c.Entries, c.Drift, c.Pending, c.Repaired, c.Samples, c.Skipped = r.Records, r.Entries, r.Drift, r.Pending, r.Repaired, r.Samples, r.Skipped
+			drift = drift || r.Total() > r.Repaired
+		}
 		if err != nil {
-			return false, err
+			c.Error = err.Error()
+			errs = append(errs, err)
 		}
-		out = append(out, checkReport{Name: t.Name, VerifyReport: r})
-		if r.Total() > r.Repaired {
-			drift = true
-		}
+		out = append(out, c)
 	}
 	if only != "" && len(out) == 0 {
 		return false, fmt.Errorf("%s has no table %q", dir, only)
@@ -347,9 +368,16 @@ func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, p
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return drift, enc.Encode(map[string]any{"tables": out})
+		if err := enc.Encode(map[string]any{"tables": out}); err != nil {
+			errs = append(errs, err)
+		}
+		return drift, errors.Join(errs...)
 	}
 	for _, c := range out {
+		if c.Error != "" {
+			fmt.Fprintf(w, "table %s: not checked: %s\n", c.Name, c.Error)
+			continue
+		}
 		fmt.Fprintf(w, "table %s: %d records, %d entries", c.Name, c.Records, c.Entries)
 		if c.Pending > 0 {
 			fmt.Fprintf(w, ", %d records with queued changes (not checked)", c.Pending)
@@ -357,7 +385,7 @@ func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, p
 		if len(c.Skipped) > 0 {
 			fmt.Fprintf(w, "; skipped %s (a Key func: check it in the program)", strings.Join(c.Skipped, ", "))
 		}
-		if c.Total() == 0 {
+		if c.total() == 0 {
 			fmt.Fprintln(w, "; no drift")
 			continue
 		}
@@ -376,14 +404,14 @@ func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, p
 			fmt.Fprintf(w, "  %v\n", d)
 		}
 	}
-	return drift, nil
+	return drift, errors.Join(errs...)
 }
 
 // progressBar draws Verify's progress on one line, redrawn in place.
 type progressBar struct {
 	w     io.Writer
 	table string
-	drawn bool
+	width int // of the line last drawn, which a shorter one must cover
 }
 
 const barWidth = 30
@@ -395,12 +423,13 @@ func (b *progressBar) show(p indextable.VerifyProgress) {
 		filled = int(min(p.Done, p.Total) * barWidth / p.Total)
 		percent = int(min(p.Done, p.Total) * 100 / p.Total)
 	}
-	fmt.Fprintf(b.w, "\r%s %-20s [%s%s] %3d%% %d/%d", b.table, p.Phase, strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), percent, p.Done, p.Total)
-	b.drawn = true
+	line := fmt.Sprintf("%s %-20s [%s%s] %3d%% %d/%d", b.table, p.Phase, strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), percent, p.Done, p.Total)
+	fmt.Fprintf(b.w, "\r%-*s", b.width, line)
+	b.width = max(b.width, len(line))
 }
 
 func (b *progressBar) done() {
-	if b.drawn {
+	if b.width > 0 {
 		fmt.Fprintln(b.w)
 	}
 }

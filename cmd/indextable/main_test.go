@@ -204,4 +204,32 @@ func TestCLIVerifyAndRepair(t *testing.T) {
 	out, errs, code = runCLI(t, "-quiet", "verify", dir)
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "table accounts: 200 records, 600 entries; no drift")
+
+	// A table whose records the tool cannot decode is reported, and does
+	// not stop the others.
+	store, err = pebblestore.Open(dir, pebblestore.Options{})
+	require.NoError(t, err)
+	priced, err := indextable.Open(ctx, store, indextable.Schema[pricedItem]{Name: "items", PrimaryKey: []string{"ID"},
+		Indexes: []indextable.Index[pricedItem]{{Name: "price", Fields: []string{"Name"}}}})
+	require.NoError(t, err)
+	_, err = priced.Insert(ctx, pricedItem{ID: 1, Name: "a", Price: 2})
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+	out, errs, code = runCLI(t, "-quiet", "verify", dir)
+	require.Equal(t, 1, code, out)
+	assert.Contains(t, out, "table accounts: 200 records, 600 entries; no drift")
+	assert.Contains(t, out, "table items: not checked:")
+	assert.Contains(t, errs, "keeps no record layout")
 }
+
+// pricedItem has a field with its own JSON encoding, which no layout can
+// stand for.
+type pricedItem struct {
+	ID    int
+	Name  string
+	Price price
+}
+
+type price float64
+
+func (p price) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%.2f", float64(p))), nil }
