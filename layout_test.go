@@ -116,7 +116,9 @@ type fmtStringer interface{ String() string }
 
 type layoutMoney float64
 
-func (m layoutMoney) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%.2f", float64(m))), nil }
+func (m layoutMoney) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("%.2f", float64(m))), nil
+}
 
 type layoutText [4]byte
 

@@ -389,7 +389,9 @@ func (readOnlyStore) Apply(context.Context, *it.Batch) error { return errors.New
 
 type moneyAmount float64
 
-func (m moneyAmount) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%.2f", float64(m))), nil }
+func (m moneyAmount) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("%.2f", float64(m))), nil
+}
 
 // TestRecordLayoutFollowsTheType: a table keeps the layout of the type it
 // was last opened with, drops it for a type no layout can stand for (tools
