@@ -42,5 +42,9 @@
 // Indexes are not free: each costs space and work on every write. An index
 // is seldom worth keeping when the data changes far more often than it is
 // read, when its key has few distinct values, or when a few values hold most
-// records (unless queries ask for the rare ones).
+// records (unless queries ask for the rare ones). A Table counts what each
+// index does (Table.Usage), measures what each holds (Table.Stats), and
+// Table.Advise says which of those rules an index breaks; cmd/indextable
+// shows the same for a store, and verifies and repairs it, without the
+// program's types.
 package indextable
