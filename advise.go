@@ -26,7 +26,8 @@ const (
 	// skewed: nothing says which values it would be asked for.
 	Skewed
 	// Volatile: the data changes far more often than the index is read, so
-	// keeping the index costs more than the reads it serves save.
+	// keeping the index costs more than the reads it serves save. Only
+	// updates and deletes count: loading data is not volatility.
 	Volatile
 	// UnindexedFilter: queries often scan the fact table filtering on the
 	// same fields (Query.Where); an index table keyed on them would answer
@@ -81,13 +82,14 @@ type AdviseOptions struct {
 	// index that no query read is called unused (default 1000).
 	MinWrites int64
 	// Selectivity is the share of the records that an average key must
-	// select for the key to be of low cardinality (default 0.05).
+	// select, and at least two records, for the key to be of low
+	// cardinality (default 0.05).
 	Selectivity float64
 	// Skew is the share of the entries that the most common key must hold
 	// more than for the key to be skewed (default 0.5).
 	Skew float64
-	// Volatility is the number of entry mutations per read at which the
-	// data is volatile (default 10).
+	// Volatility is the number of entries that updates and deletes change
+	// per read at which the data is volatile (default 10).
 	Volatility float64
 	// MinScans is how many scans of the fact table must have filtered on
 	// the same fields for an index on them to be proposed (default 100).
@@ -153,7 +155,7 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		}
 		if s.DistinctKeys > 0 && stats.Records > 0 {
 			perKey := float64(s.Entries) / float64(s.DistinctKeys)
-			if perKey > 1 && perKey >= o.Selectivity*float64(stats.Records) {
+			if perKey >= 2 && perKey >= o.Selectivity*float64(stats.Records) {
 				add(LowCardinality, "%d distinct keys over %d entries: an average key selects %.0f%% of the %d records",
 					s.DistinctKeys, s.Entries, 100*perKey/float64(stats.Records), stats.Records)
 			}
@@ -168,8 +170,9 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 				add(Skewed, "key %v holds %.0f%% of the entries, and %d of the %d queries that fixed a key asked for it", s.CommonKey, share, common, targeted)
 			}
 		}
-		if u.Reads > 0 && float64(u.Mutations) >= o.Volatility*float64(u.Reads) {
-			add(Volatile, "%d entry writes for %d reads: %.0f writes a read", u.Mutations, u.Reads, float64(u.Mutations)/float64(u.Reads))
+		if u.Reads > 0 && u.Changes > 0 && float64(u.Changes) >= o.Volatility*float64(u.Reads) {
+			add(Volatile, "updates and deletes of records changed %d of its entries for %d reads: %.0f changes a read",
+				u.Changes, u.Reads, float64(u.Changes)/float64(u.Reads))
 		}
 		if d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
 			read := slices.Sorted(maps.Keys(u.FieldsRead))

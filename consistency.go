@@ -629,6 +629,17 @@ type changeGroup struct {
 	marker  Op   // when split: the marker applySplit writes first
 }
 
+// changesRecord reports whether g's changes touch a record that existed
+// before them (an update or a delete, not a new record): whether the first
+// of them to be queued had a record before it.
+func (g *changeGroup) changesRecord() bool {
+	if len(g.changes) == 0 {
+		return false
+	}
+	first := slices.MinFunc(g.changes, func(a, b change) int { return a.enqueued.Compare(b.enqueued) })
+	return first.before != nil
+}
+
 // applyGroups applies the changes of several records: in one batch when
 // the store allows it, record by record when that batch conflicts.
 func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions) (int, error) {
@@ -667,7 +678,11 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		}
 		switch {
 		case err == nil:
-			t.indexes.noteMutations(all.ops)
+			for _, g := range groups {
+				if !g.split {
+					t.indexes.noteMutations(g.ops, g.changesRecord())
+				}
+			}
 			for _, g := range groups {
 				if g.ops != nil && !g.split {
 					applied += len(g.changes)
@@ -680,7 +695,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 				}
 				err := t.store.Apply(ctx, &Batch{ops: g.ops})
 				if err == nil {
-					t.indexes.noteMutations(g.ops)
+					t.indexes.noteMutations(g.ops, g.changesRecord())
 					applied += len(g.changes)
 				} else if !errors.Is(err, ErrConflict) {
 					return applied, err
@@ -907,7 +922,7 @@ func (t *Table[T]) applySplit(ctx context.Context, g *changeGroup, l *lease, o *
 	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
 		return false, err
 	}
-	t.indexes.noteMutations(g.ops[g.guard:])
+	t.indexes.noteMutations(g.ops[g.guard:], g.changesRecord())
 	err = t.store.Apply(ctx, &Batch{ops: splitGuard(g)})
 	if errors.Is(err, ErrConflict) {
 		return false, nil

@@ -33,6 +33,9 @@ type IndexUsage struct {
 	// TableUsage.Writes is the index's write amplification. Build and
 	// Repair are not counted.
 	Mutations int64
+	// Changes is the part of Mutations that updates and deletes of records
+	// made (not inserts): how volatile the indexed data is.
+	Changes int64
 	// WholeReads is the number of reads that named no Query.Fields, and so
 	// needed whole records; FieldsRead counts, by field, the reads that
 	// named it.
@@ -136,6 +139,7 @@ const (
 // usageCounters count what one index does; the zero value is ready.
 type usageCounters struct {
 	reads, returned, mutations atomic.Int64
+	changes                    atomic.Int64
 	wholeReads                 atomic.Int64
 	mu                         sync.Mutex
 	fields                     map[string]int64 // reads by field named, for Query.Fields
@@ -252,6 +256,7 @@ func addKeyReads(keys map[string]int64, key string, n int64) map[string]int64 {
 // take returns the counts and resets them.
 func (c *usageCounters) take() (u IndexUsage, keys map[string]int64) {
 	u.Reads, u.Returned, u.Mutations, u.WholeReads = c.reads.Swap(0), c.returned.Swap(0), c.mutations.Swap(0), c.wholeReads.Swap(0)
+	u.Changes = c.changes.Swap(0)
 	c.mu.Lock()
 	keys = c.counts()
 	c.keep(nil)
@@ -265,6 +270,7 @@ func (c *usageCounters) give(u IndexUsage, keys map[string]int64) {
 	c.reads.Add(u.Reads)
 	c.returned.Add(u.Returned)
 	c.mutations.Add(u.Mutations)
+	c.changes.Add(u.Changes)
 	c.wholeReads.Add(u.WholeReads)
 	c.mu.Lock()
 	for f, n := range u.FieldsRead {
@@ -284,6 +290,7 @@ func (c *usageCounters) give(u IndexUsage, keys map[string]int64) {
 // snapshot returns the counts, leaving them.
 func (c *usageCounters) snapshot() (u IndexUsage, keys map[string]int64) {
 	u.Reads, u.Returned, u.Mutations, u.WholeReads = c.reads.Load(), c.returned.Load(), c.mutations.Load(), c.wholeReads.Load()
+	u.Changes = c.changes.Load()
 	c.mu.Lock()
 	keys = c.counts()
 	u.FieldsRead = maps.Clone(c.fields)
@@ -291,8 +298,9 @@ func (c *usageCounters) snapshot() (u IndexUsage, keys map[string]int64) {
 	return u, keys
 }
 
-// noteMutations counts the entries that ops put or delete in each index.
-func (m *indexManager) noteMutations(ops []Op) {
+// noteMutations counts the entries that ops put or delete in each index;
+// changed: ops update or delete a record that existed.
+func (m *indexManager) noteMutations(ops []Op, changed bool) {
 	for _, op := range ops {
 		if !op.IsWrite() {
 			continue
@@ -300,6 +308,9 @@ func (m *indexManager) noteMutations(ops []Op) {
 		for _, ix := range m.indexes {
 			if bytes.HasPrefix(op.Key, ix.prefix) {
 				ix.use.mutations.Add(1)
+				if changed {
+					ix.use.changes.Add(1)
+				}
 				break
 			}
 		}
@@ -337,7 +348,7 @@ func (u *storedUsage) encode() []byte {
 	slices.Sort(names)
 	for _, name := range names {
 		iu, keys := u.indexes[name], u.keys[name]
-		t = append(t, name, iu.Reads, iu.Returned, iu.Mutations, iu.WholeReads, int64(len(iu.FieldsRead)))
+		t = append(t, name, iu.Reads, iu.Returned, iu.Mutations, iu.Changes, iu.WholeReads, int64(len(iu.FieldsRead)))
 		for _, f := range slices.Sorted(maps.Keys(iu.FieldsRead)) {
 			t = append(t, f, iu.FieldsRead[f])
 		}
@@ -404,7 +415,7 @@ func decodeStoredUsage(b []byte) (storedUsage, error) {
 			return u, bad
 		}
 		t = t[1:]
-		iu := IndexUsage{Reads: next(), Returned: next(), Mutations: next(), WholeReads: next(), FieldsRead: map[string]int64{}}
+		iu := IndexUsage{Reads: next(), Returned: next(), Mutations: next(), Changes: next(), WholeReads: next(), FieldsRead: map[string]int64{}}
 		counts(iu.FieldsRead)
 		if len(iu.FieldsRead) == 0 {
 			iu.FieldsRead = nil
@@ -445,6 +456,7 @@ func (u *storedUsage) add(writes, scans int64, filters map[string]int64, indexes
 		have.Reads += iu.Reads
 		have.Returned += iu.Returned
 		have.Mutations += iu.Mutations
+		have.Changes += iu.Changes
 		have.WholeReads += iu.WholeReads
 		for f, n := range iu.FieldsRead {
 			if have.FieldsRead == nil {

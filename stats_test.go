@@ -67,6 +67,7 @@ func TestUsageCountsReadsWritesAndMutations(t *testing.T) {
 	assert.Equal(t, int64(3), town.Reads)
 	assert.Equal(t, int64(3+3+2), town.Returned)
 	assert.Equal(t, int64(10+3*2+1), town.Mutations)
+	assert.Equal(t, int64(3*2+1), town.Changes, "of updates and deletes, not inserts")
 	assert.Equal(t, []it.KeyReads{{Key: it.Tuple{"T1"}, Reads: 2}, {Key: it.Tuple{"T0"}, Reads: 1}}, town.ReadKeys)
 	tags := u.Indexes["tags"]
 	assert.Equal(t, int64(2), tags.Reads)
@@ -74,6 +75,7 @@ func TestUsageCountsReadsWritesAndMutations(t *testing.T) {
 	// The maintainer ran once, after every write: it put the entries of the
 	// 9 records there are, and deleted those of the one inserted and deleted.
 	assert.Equal(t, int64(9*2+2), tags.Mutations, "through the queue")
+	assert.Zero(t, tags.Changes, "each record's queued changes began with its insert")
 	assert.Equal(t, []it.KeyReads{{Key: it.Tuple{}, Reads: 1}, {Key: it.Tuple{"a"}, Reads: 1}}, tags.ReadKeys)
 }
 

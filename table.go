@@ -420,7 +420,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 		})
 		if err == nil {
 			t.writes.Add(1)
-			t.indexes.noteMutations(b.ops)
+			t.indexes.noteMutations(b.ops, exists)
 			if queued {
 				select {
 				case t.wake <- struct{}{}:

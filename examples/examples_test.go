@@ -31,6 +31,7 @@ func TestPebbleRestart(t *testing.T) {
 		first: []string{
 			"Inserted 10 customers: 10 atomic batches of 8.8 operations each (record, index entries, guards).",
 			"Customers in Redmond, counted from the index without decoding: 6",
+			`  index "town": low-cardinality: 3 distinct keys over 10 entries: an average key selects 33% of the 10 records`,
 		},
 		second: []string{
 			"Found 10 customers from an earlier run, and their index tables.",

@@ -152,5 +152,20 @@ func run(ctx context.Context, s indextable.Store) error {
 	c.Phone = "000"
 	_, err = table.Update(ctx, c, indextable.IfVersion(v))
 	fmt.Printf("Second update of C03 with the version read before the first: %v\n", err)
+
+	// What the indexes cost and earn: this run's counts join the totals
+	// kept in the store, and the pattern's rules judge each index. On a
+	// -pebble store, go run ./cmd/indextable advise DIR says the same.
+	if err := table.SaveUsage(ctx); err != nil {
+		return err
+	}
+	findings, err := table.Advise(ctx, indextable.AdviseOptions{MinWrites: 10})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nAdvice on the indexes, from their usage and statistics:\n")
+	for _, f := range findings {
+		fmt.Printf("  %v\n", f)
+	}
 	return nil
 }
