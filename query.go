@@ -316,8 +316,8 @@ func (t *Table[T]) coverFields(q Query) Query {
 
 // Find returns the records that q selects, in key order.
 func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
-	q = t.coverFields(q)
 	return func(yield func(T, error) bool) {
+		q := t.coverFields(q) // a q assigned outside would be captured by reference, an allocation more
 		rd := t.newReader()
 		defer t.freeReader(rd)
 		if err := t.prepare(ctx, q, rd); err != nil {
