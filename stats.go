@@ -543,19 +543,18 @@ func (u *storedUsage) usage(names []string) (TableUsage, error) {
 	})
 	for _, name := range names {
 		iu := u.indexes[name]
-		for k, n := range u.keys[name] {
+		// Most read first, then in key order: the encoded keys' order.
+		keys := u.keys[name]
+		encoded := slices.SortedFunc(maps.Keys(keys), func(a, b string) int {
+			return cmp.Or(cmp.Compare(keys[b], keys[a]), strings.Compare(a, b))
+		})
+		for _, k := range encoded {
 			key, err := DecodeTuple([]byte(k))
 			if err != nil {
 				return TableUsage{}, fmt.Errorf("%w: usage of index %q: %w", ErrCodec, name, err)
 			}
-			iu.ReadKeys = append(iu.ReadKeys, KeyReads{Key: key, Reads: n})
+			iu.ReadKeys = append(iu.ReadKeys, KeyReads{Key: key, Reads: keys[k]})
 		}
-		slices.SortFunc(iu.ReadKeys, func(a, b KeyReads) int {
-			if a.Reads != b.Reads {
-				return cmp.Compare(b.Reads, a.Reads)
-			}
-			return bytes.Compare(mustEncode(a.Key), mustEncode(b.Key))
-		})
 		out.Indexes[name] = iu
 	}
 	return out, nil
