@@ -119,6 +119,9 @@ func (o AdviseOptions) withDefaults() AdviseOptions {
 // returns the findings of the pattern's rules for each index (Findings).
 // It scans the whole table.
 func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	info, err := readTableInfo(ctx, t.store, t.name, t.prefix)
 	if err != nil {
 		return nil, err

@@ -56,16 +56,19 @@ type BuildProgress struct {
 // maintainer before the index becomes readable. It returns an error when a
 // maintainer cannot apply one of these changes.
 func (t *Table[T]) Build(ctx context.Context, opts BuildOptions) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 256
 	}
 	var errs []error // an index that cannot be built leaves the others be
-	for _, ix := range t.indexes.indexes {
+	for _, ix := range t.indexes.load().indexes {
 		build := t.build
 		if t.store.Atomicity().Partition != nil {
 			build = t.buildByRecord
 		}
-		if err := build(ctx, ix, &opts); err != nil {
+		if err := build(ctx, ix.name, &opts); err != nil {
 			errs = append(errs, fmt.Errorf("table %q: build index %q: %w", t.name, ix.name, err))
 			if ctx.Err() != nil {
 				break
@@ -75,17 +78,20 @@ func (t *Table[T]) Build(ctx context.Context, opts BuildOptions) error {
 	return errors.Join(errs...)
 }
 
-func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) error {
-	key := catalogKey(t.prefix, ix.name)
-	only := func(x *indexTable) bool { return x == ix }
+// build builds index name in chunks, each read and committed against the
+// catalog entry it moves on: a chunk that a lifecycle change overtook
+// conflicts, and the next reads the index as it is then.
+func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) error {
+	key := catalogKey(t.prefix, name)
 	chunk, conflicts := o.ChunkSize, 0
 	total := int64(-1)
 	var last []byte // the catalog entry as last read
 	for {
-		c, stored, err := t.readCatalog(ctx, ix)
+		ix, c, stored, err := t.readCatalog(ctx, name)
 		if err != nil || c.state != IndexWriteOnly {
 			return err
 		}
+		only := []*indexTable{ix}
 		if !bytes.Equal(stored, last) { // progress, maybe another Build's
 			last, conflicts = stored, 0
 		}
@@ -111,7 +117,7 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 			c.cursor = factKey
 			b.ExpectValue(factKey, fact)
 			pk := factKey[len(t.factSpace):]
-			entries, err := t.factEntries(fact, pk, only)
+			entries, err := t.factEntries(only, fact, pk)
 			if err != nil {
 				return err
 			}
@@ -134,7 +140,7 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 				chunk = max(n/2, 1)
 				continue
 			}
-			return t.buildByRecord(ctx, ix, o)
+			return t.buildByRecord(ctx, name, o)
 		}
 		err = t.store.Apply(ctx, &b)
 		if errors.Is(err, ErrConflict) {
@@ -149,19 +155,27 @@ func (t *Table[T]) build(ctx context.Context, ix *indexTable, o *BuildOptions) e
 		if err != nil {
 			return err
 		}
-		chunk = min(2*chunk, o.ChunkSize)
-		if o.committed(ix, c, n == 0) {
+		if chunk <= o.ChunkSize/2 { // doubled up to ChunkSize, which may be any int
+			chunk *= 2
+		} else {
+			chunk = o.ChunkSize
+		}
+		if t.committed(o, ix, c, n == 0) {
 			return nil
 		}
 	}
 }
 
 // committed follows a chunk of the build of ix that committed c, the last
-// one when readable: it marks ix readable then, reports progress, and
+// one when readable: it publishes ix readable then, reports progress, and
 // returns readable.
-func (o *BuildOptions) committed(ix *indexTable, c catalogEntry, readable bool) bool {
+func (t *Table[T]) committed(o *BuildOptions, ix *indexTable, c catalogEntry, readable bool) bool {
 	if readable {
-		ix.state.Store(int32(IndexReadable))
+		if _, err := t.refresh(ix.name, c); err != nil {
+			// Another change overtook the build's last chunk: the next
+			// read of the catalog sees it.
+			readable = false
+		}
 	}
 	if o.Progress != nil {
 		o.Progress(BuildProgress{Index: ix.name, Done: c.done, Total: c.total, Readable: readable})
@@ -178,11 +192,11 @@ func (o *BuildOptions) committed(ix *indexTable, c catalogEntry, readable bool) 
 // index becomes readable once every change that Build (or Repair) queued
 // is applied; the writers' queued changes may still wait, which reads of a
 // partitioned store check for.
-func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOptions) error {
-	key := catalogKey(t.prefix, ix.name)
+func (t *Table[T]) buildByRecord(ctx context.Context, name string, o *BuildOptions) error {
+	key := catalogKey(t.prefix, name)
 	total := int64(-1)
 	for conflicts := 0; ; {
-		c, stored, err := t.readCatalog(ctx, ix)
+		ix, c, stored, err := t.readCatalog(ctx, name)
 		if err != nil || c.state != IndexWriteOnly {
 			return err
 		}
@@ -229,7 +243,7 @@ func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOp
 			return err
 		}
 		conflicts = 0
-		if o.committed(ix, c, n == 0) {
+		if t.committed(o, ix, c, n == 0) {
 			return nil
 		}
 	}
@@ -242,7 +256,7 @@ func (t *Table[T]) buildByRecord(ctx context.Context, ix *indexTable, o *BuildOp
 // entries.
 func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fact []byte) (*Batch, error) {
 	pk := factKey[len(t.factSpace):]
-	entries, err := t.factEntries(fact, pk, func(x *indexTable) bool { return x == ix })
+	entries, err := t.factEntries([]*indexTable{ix}, fact, pk)
 	if err != nil || len(entries) == 0 {
 		return &Batch{}, err
 	}
@@ -271,8 +285,15 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 // joined while the store allows (records of one partition, on a store
 // like Azure's), except in a unique index, where two records of one batch
 // could claim one key unseen. A batch that a write overtakes is applied
-// again record by record, each read anew.
+// again record by record, each read anew. Nothing is written when a
+// lifecycle change replaced ix since the build read it: the next chunk
+// reads the catalog again.
 func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []Entry) error {
+	t.indexes.drain.RLock()
+	defer t.indexes.drain.RUnlock()
+	if now := t.indexes.load().lookup(ix.name); now.gen != ix.gen || !now.maintained() {
+		return nil
+	}
 	var group Batch
 	var members []Entry
 	flush := func() error {

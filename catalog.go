@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 )
 
@@ -190,22 +191,28 @@ func catalogKey(tablePrefix []byte, name string) []byte {
 	return appendString(appendInt(bytes.Clone(tablePrefix), spaceCatalog), name)
 }
 
-// place sets where the entries of generation gen of ix live.
+// place sets where the entries of generation gen of ix live, before a
+// view holds ix.
 func (ix *indexTable) place(tablePrefix []byte, gen int64) {
 	ix.gen = gen
 	space := int64(spaceIndex)
 	if ix.intra {
 		space = spaceIntra
 	}
-	ix.prefix = appendInt(appendString(appendInt(bytes.Clone(tablePrefix), space), ix.name), gen)
+	ix.prefix = slices.Clip(appendInt(appendString(appendInt(bytes.Clone(tablePrefix), space), ix.name), gen))
 }
 
-// loadCatalog reconciles the catalog with the table's schema: it places
-// every index at its generation, drops the entries of indexes that were
-// removed or replaced, and records new ones. Open calls it.
-func (t *Table[T]) loadCatalog(ctx context.Context) error {
+// loadCatalog reconciles the catalog with the table's schema, whose
+// indexes no view holds yet: it places every index at its generation and
+// state, drops the entries of indexes that were removed or replaced, and
+// records new ones; then it publishes the table's first view. Open calls
+// it.
+func (t *Table[T]) loadCatalog(ctx context.Context, indexes []*indexTable) error {
 	for attempt := 1; ; attempt++ {
-		err := t.reconcileCatalog(ctx)
+		err := t.reconcileCatalog(ctx, indexes)
+		if err == nil {
+			t.indexes.view.Store(newIndexView(indexes))
+		}
 		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return err
 		}
@@ -231,7 +238,7 @@ func (t *Table[T]) readCatalogEntries(ctx context.Context) (map[string][]byte, e
 	return stored, nil
 }
 
-func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
+func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) error {
 	stored, err := t.readCatalogEntries(ctx)
 	if err != nil {
 		return err
@@ -249,7 +256,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 	}
 	var b Batch
 	gens := map[string]int64{} // every generation below is garbage
-	for _, ix := range t.indexes.indexes {
+	for _, ix := range indexes {
 		key := catalogKey(t.prefix, ix.name)
 		next := catalogEntry{fingerprint: ix.fingerprint, gen: 1, state: fresh, def: ix.def}
 		if old, known := stored[ix.name]; known {
@@ -275,7 +282,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context) error {
 		}
 		delete(stored, ix.name)
 		ix.place(t.prefix, next.gen)
-		ix.state.Store(int32(next.state))
+		ix.state = next.state
 		gens[ix.name] = next.gen
 	}
 	// A removed index leaves a tombstone, so that its generations are
@@ -351,6 +358,9 @@ func (t *Table[T]) sameCatalog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The catalog may have moved on to a generation this table published
+	// since the view was loaded: compare with the view after the read.
+	view := t.indexes.load()
 	live := 0
 	for name, v := range stored {
 		c, err := decodeCatalogEntry(v)
@@ -358,11 +368,11 @@ func (t *Table[T]) sameCatalog(ctx context.Context) error {
 			continue
 		}
 		live++
-		if ix := t.indexes.lookup(name); ix == nil || ix.gen != c.gen {
+		if ix := view.lookup(name); ix == nil || ix.gen < c.gen {
 			return fmt.Errorf("%w: table %q: index %q was defined anew since the table was opened; reopen it", ErrInvalidSchema, t.name, name)
 		}
 	}
-	if live != len(t.indexes.indexes) {
+	if live != len(view.indexes) {
 		return fmt.Errorf("%w: table %q: its indexes were changed since the table was opened; reopen it", ErrInvalidSchema, t.name)
 	}
 	return nil
@@ -371,9 +381,13 @@ func (t *Table[T]) sameCatalog(ctx context.Context) error {
 // IndexStatus returns the catalog's record of each of the table's indexes,
 // in schema order.
 func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
-	out := make([]IndexStatus, 0, len(t.indexes.indexes))
-	for _, ix := range t.indexes.indexes {
-		c, _, err := t.readCatalog(ctx, ix)
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	view := t.indexes.load()
+	out := make([]IndexStatus, 0, len(view.indexes))
+	for _, ix := range view.indexes {
+		ix, c, _, err := t.readCatalog(ctx, ix.name)
 		if err != nil {
 			return nil, err
 		}
@@ -382,47 +396,79 @@ func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
 	return out, nil
 }
 
-// readCatalog reads the catalog entry of ix, decoded and as stored, and
-// refreshes ix's state from it, so a table sees what another process (or
-// Build) changed.
-func (t *Table[T]) readCatalog(ctx context.Context, ix *indexTable) (catalogEntry, []byte, error) {
-	v, err := t.store.Get(ctx, catalogKey(t.prefix, ix.name))
-	if err != nil {
-		return catalogEntry{}, nil, fmt.Errorf("table %q, index %q: catalog: %w", t.name, ix.name, err)
+// readCatalog reads the catalog entry of index name, decoded and as stored,
+// and returns it with the index as the table's view has it, refreshed to
+// the entry's state: so a table sees what another process (or Build)
+// changed. An entry of a later generation than the view's is an index that
+// another process defined anew, or dropped: the table must be reopened.
+func (t *Table[T]) readCatalog(ctx context.Context, name string) (*indexTable, catalogEntry, []byte, error) {
+	key := catalogKey(t.prefix, name)
+	for attempt := 1; ; attempt++ {
+		v, err := t.store.Get(ctx, key)
+		if err != nil {
+			return nil, catalogEntry{}, nil, fmt.Errorf("table %q, index %q: catalog: %w", t.name, name, err)
+		}
+		c, err := decodeCatalogEntry(v)
+		if err != nil {
+			return nil, c, nil, fmt.Errorf("table %q, index %q: %w", t.name, name, err)
+		}
+		ix, err := t.refresh(name, c)
+		if errors.Is(err, errCatalogBehind) && attempt < maxAttempts {
+			continue // read before a change of this table's that is published now
+		}
+		return ix, c, v, err
 	}
-	c, err := decodeCatalogEntry(v)
-	if err != nil {
-		return c, nil, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
-	}
-	if c.gen != ix.gen {
-		return c, nil, fmt.Errorf("%w: table %q, index %q was redefined by another process (generation %d, this table has %d); reopen the table",
-			ErrInvalidSchema, t.name, ix.name, c.gen, ix.gen)
-	}
-	ix.state.Store(int32(c.state))
-	return c, v, nil
 }
 
-// readable returns nil if queries may use ix, checking the catalog again
-// when this table last saw it unreadable (a build elsewhere may have
-// finished).
-func (t *Table[T]) readable(ctx context.Context, ix *indexTable) error {
-	if IndexState(ix.state.Load()) == IndexReadable {
-		return nil
+// errCatalogBehind reports a catalog entry older than the table's view.
+var errCatalogBehind = errors.New("the catalog is behind the table")
+
+// refresh returns the index name of the view, republished in the state of
+// its catalog entry c when that differs.
+func (t *Table[T]) refresh(name string, c catalogEntry) (*indexTable, error) {
+	m := &t.indexes
+	m.publish.Lock()
+	defer m.publish.Unlock()
+	ix := m.load().lookup(name)
+	switch {
+	case ix == nil:
+		return nil, fmt.Errorf("%w: table %q has no index %q", ErrInvalidSchema, t.name, name)
+	case c.gen < ix.gen:
+		return nil, fmt.Errorf("%w: table %q, index %q: generation %d, this table has %d", errCatalogBehind, t.name, name, c.gen, ix.gen)
+	case c.gen > ix.gen || c.state == indexDropped:
+		return nil, fmt.Errorf("%w: table %q, index %q was redefined or dropped by another process (generation %d, this table has %d); reopen the table",
+			ErrInvalidSchema, t.name, name, c.gen, ix.gen)
+	case c.state != ix.state:
+		ix = ix.with(t.prefix, ix.gen, c.state)
+		m.replace(ix)
 	}
-	c, _, err := t.readCatalog(ctx, ix)
+	return ix, nil
+}
+
+// readable returns the index name of the view if queries may use it,
+// checking the catalog again when this table last saw it unreadable (a
+// build elsewhere may have finished).
+func (t *Table[T]) readable(ctx context.Context, ix *indexTable) (*indexTable, error) {
+	if ix.state == IndexReadable {
+		return ix, nil
+	}
+	ix, c, _, err := t.readCatalog(ctx, ix.name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c.state != IndexReadable {
-		return fmt.Errorf("%w: table %q, index %q is %v", ErrIndexNotReadable, t.name, ix.name, c.state)
+		return nil, fmt.Errorf("%w: table %q, index %q is %v", ErrIndexNotReadable, t.name, ix.name, c.state)
 	}
-	return nil
+	return ix, nil
 }
 
 // DisableIndex stops maintaining and querying index name and deletes its
-// entries. EnableIndex brings it back. Other processes see the change when
-// they reopen the table (a table that knows the index as readable keeps
-// querying it without looking at the catalog again), so reopen it there.
+// entries. EnableIndex brings it back. Both may run while the table is
+// written and read: they wait for the writes of this table already under
+// way, and every write after them plans against the new state. Other
+// processes see the change when they reopen the table (a table that knows
+// the index as readable keeps querying it without looking at the catalog
+// again), so reopen it there.
 func (t *Table[T]) DisableIndex(ctx context.Context, name string) error {
 	return t.setState(ctx, name, IndexDisabled)
 }
@@ -435,23 +481,40 @@ func (t *Table[T]) EnableIndex(ctx context.Context, name string) error {
 }
 
 func (t *Table[T]) setState(ctx context.Context, name string, state IndexState) error {
-	ix := t.indexes.lookup(name)
-	if ix == nil {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
+	if t.indexes.load().lookup(name) == nil {
 		return fmt.Errorf("%w: table %q has no index %q", ErrInvalidSchema, t.name, name)
 	}
+	prefix, err := t.switchState(ctx, name, state)
+	if err != nil || prefix == nil {
+		return err
+	}
+	// Disabled: no write of this table adds entries there any more.
+	return deleteRange(ctx, t.store, prefix, tupleEnd(prefix))
+}
+
+// switchState commits index name's move to state in the catalog, with the
+// view that follows it, while no write plans against the view before; it
+// returns the prefix of the entries a disabling leaves to delete.
+func (t *Table[T]) switchState(ctx context.Context, name string, state IndexState) ([]byte, error) {
+	m := &t.indexes
+	m.drain.Lock()
+	defer m.drain.Unlock()
 	key := catalogKey(t.prefix, name)
 	for attempt := 1; ; attempt++ {
-		c, old, err := t.readCatalog(ctx, ix)
+		ix, c, old, err := t.readCatalog(ctx, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch {
 		case state == IndexDisabled && c.state == IndexDisabled,
 			state == IndexWriteOnly && c.state != IndexDisabled:
-			return nil
+			return nil, nil
 		case state == IndexWriteOnly:
 			// A new generation: the disabled one may hold leftovers of
-			// writes that raced with the disabling.
+			// writes of other processes that raced with the disabling.
 			c = catalogEntry{fingerprint: c.fingerprint, gen: c.gen + 1, state: IndexWriteOnly, def: c.def}
 		default:
 			c.state, c.cursor, c.done, c.total = state, nil, 0, 0
@@ -459,20 +522,22 @@ func (t *Table[T]) setState(ctx context.Context, name string, state IndexState) 
 		var b Batch
 		b.ExpectValue(key, old)
 		b.Put(key, c.encode())
+		m.publish.Lock()
 		err = t.store.Apply(ctx, &b)
+		if err == nil {
+			m.replace(ix.with(t.prefix, c.gen, c.state))
+		}
+		m.publish.Unlock()
 		if errors.Is(err, ErrConflict) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
+			return nil, fmt.Errorf("table %q, index %q: %w", t.name, name, err)
 		}
 		if state == IndexDisabled {
-			ix.state.Store(int32(IndexDisabled))
-			return deleteRange(ctx, t.store, ix.prefix, tupleEnd(ix.prefix))
+			return ix.prefix, nil
 		}
-		ix.place(t.prefix, c.gen)
-		ix.state.Store(int32(c.state))
-		return nil
+		return nil, nil
 	}
 }
 
@@ -655,6 +720,9 @@ type TableInfo struct {
 // for tools. A table that never had an index is listed with none; keys that
 // are no table's (a ShardedStore's layout record, say) are passed over.
 func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
+	if err := checkArguments(ctx, store); err != nil {
+		return nil, err
+	}
 	var out []TableInfo
 	var from []byte
 	for {

@@ -292,3 +292,61 @@ func TestBuildFitsChunksToTheAtomicityScope(t *testing.T) {
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
 	requireNoDrift(t, tbl)
 }
+
+// TestDisableAndEnableBesideWrites switches an index off and on while
+// writes run: no write may see half a change of the table's indexes (it
+// panicked, and raced, when a write read the index states twice), and
+// once the index is built again it must hold exactly the records' entries.
+func TestDisableAndEnableBesideWrites(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		store   it.Store
+		indexes []string // the first two are switched
+	}{
+		{it.NewMemoryStore(), []string{"town", "email", "town_name"}},
+		// A unique index there must lead with the partition: none.
+		{partitionedStore(it.NewMemoryStore()), []string{"town", "tags", "town_name"}},
+	} {
+		var indexes []it.Index[person]
+		for _, name := range tc.indexes {
+			indexes = append(indexes, indexByName(name))
+		}
+		tbl := openWith(t, tc.store, indexes...)
+		stop := make(chan struct{})
+		switched := make(chan error, 1)
+		go func() {
+			defer close(switched)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := tc.indexes[i%2]
+				if err := tbl.DisableIndex(ctx, name); err != nil {
+					switched <- err
+					return
+				}
+				if err := tbl.EnableIndex(ctx, name); err != nil {
+					switched <- err
+					return
+				}
+			}
+		}()
+		model := map[int]person{}
+		for i := range 400 {
+			p := person{ID: i % 7, Town: towns[i%3], Name: fmt.Sprint(i % 5), Email: fmt.Sprint("e", i), Tags: []string{fmt.Sprint(i % 4)}}
+			_, err := tbl.Upsert(ctx, p)
+			require.NoError(t, err)
+			model[p.ID] = p
+		}
+		close(stop)
+		require.NoError(t, <-switched)
+		require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+		catchUp(t, tbl)
+		requireNoDrift(t, tbl)
+		for _, name := range tc.indexes {
+			checkIndex(t, tbl, model, name, nil)
+		}
+	}
+}

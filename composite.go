@@ -517,12 +517,13 @@ func b2i(b bool) int {
 	return 0
 }
 
-// tupleEnd returns the first key after every key that extends the tuple
-// encoded as k (k itself included): k+0xFF, as no element encoding starts
-// with 0xFF. It is written after k, in k's spare capacity if there is
-// enough (so it may share k's array, leaving k as it is).
+// tupleEnd returns, in a new slice, the first key after every key that
+// extends the tuple encoded as k (k itself included): k+0xFF, as no element
+// encoding starts with 0xFF. It never writes into k's array, which may be
+// a prefix that goroutines share.
 // (Incrementing k's last byte would be wrong: the encoding of "a" is a byte
 // prefix of that of "a\x00", which is not an extension of "a".)
-func tupleEnd(k []byte) []byte {
-	return append(append(k[len(k):], k...), 0xFF)
-}
+func tupleEnd(k []byte) []byte { return appendTupleEnd(make([]byte, 0, len(k)+1), k) }
+
+// appendTupleEnd appends tupleEnd(k) to dst, which must not overlap k.
+func appendTupleEnd(dst, k []byte) []byte { return append(append(dst, k...), 0xFF) }

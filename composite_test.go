@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -611,4 +612,30 @@ func TestNoAllocations(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
+}
+
+// TestTupleEndLeavesItsArgument: tupleEnd returns a new key, and writes
+// nothing into the spare capacity of the key it extends, which may be a
+// prefix that concurrent scans share (two Verify runs raced there).
+func TestTupleEndLeavesItsArgument(t *testing.T) {
+	buf := []byte{1, 2, 3, 9, 9, 9, 9, 9, 9}
+	k := buf[:3]
+	end := tupleEnd(k)
+	require.Equal(t, []byte{1, 2, 3, 0xFF}, end)
+	require.Equal(t, []byte{1, 2, 3, 9, 9, 9, 9, 9, 9}, buf, "tupleEnd wrote past its argument")
+}
+
+// TestSharedPrefixesAreClipped: the key prefixes a table and its indexes
+// share between goroutines have no spare capacity, so an append to one
+// copies it instead of writing where another goroutine may be appending.
+func TestSharedPrefixesAreClipped(t *testing.T) {
+	for _, name := range []string{"t", "people", strings.Repeat("x", 13)} {
+		tb := newTable[struct{ ID string }](NewMemoryStore(), name, JSONCodec{}, reflect.TypeFor[struct{ ID string }]())
+		ix := &indexTable{name: "i"}
+		ix.place(tb.prefix, 1)
+		for what, b := range map[string][]byte{"prefix": tb.prefix, "fact space": tb.factSpace, "queue space": tb.queueSpace,
+			"queue end": tb.queueEnd, "index prefix": ix.prefix} {
+			require.Equal(t, len(b), cap(b), "table %q: %s", name, what)
+		}
+	}
 }

@@ -145,19 +145,6 @@ func (t *Table[T]) changeRecord(pk, before []byte, existed bool, scope byte) (ke
 	return buf[:n:n], buf[n:]
 }
 
-// queueing reports whether writes must queue changes for Eventual indexes.
-func (m *indexManager) queueing() bool {
-	for _, ix := range m.indexes {
-		if ix.eventual && ix.maintained() {
-			return true
-		}
-	}
-	return false
-}
-
-// synchronous reports whether a write keeps ix up to date in its batch.
-func synchronous(ix *indexTable) bool { return !ix.eventual && ix.maintained() }
-
 // bounded reports whether a store's atomicity scope may refuse a batch.
 func bounded(a Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }
 
@@ -255,8 +242,9 @@ func (o *MaintainerOptions) defaults() error {
 // backs off (exponentially, with jitter) after a store error, which it
 // logs. Start it once per partition, in any process. It stops with an error
 // wrapping ErrInvalidSchema when the catalog no longer matches the schema
-// the table was opened with: a maintainer of an older schema would apply
-// changes without the indexes added since.
+// the table was opened with (a maintainer of an older schema would apply
+// changes without the indexes added since), and with one wrapping
+// ErrClosed when the store is closed.
 //
 // Several maintainers never corrupt an index. On a store with unbounded
 // atomicity each record's changes are applied by one conditional batch, so
@@ -272,6 +260,9 @@ func (o *MaintainerOptions) defaults() error {
 // lease, this assumes clocks that agree, and no pause longer than half the
 // LeaseTTL between a check of the lease and the write it allows.
 func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
 	if err := opts.defaults(); err != nil {
 		return err
 	}
@@ -285,8 +276,8 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 		switch {
 		case errors.Is(err, errLeaseHeld):
 			wait = opts.MaxIdle // another maintainer has the partition
-		case errors.Is(err, ErrInvalidSchema):
-			return err // only reopening the table helps
+		case errors.Is(err, ErrInvalidSchema), errors.Is(err, ErrClosed):
+			return err // only reopening the table, or the store, helps
 		case err != nil:
 			backoff = min(max(2*backoff, 10*time.Millisecond), opts.MaxBackoff)
 			wait = backoff/2 + rand.N(backoff/2+1)
@@ -319,6 +310,9 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 // concurrent write overtook stays for the next pass. It is the maintainer's
 // step, for applications that schedule maintenance themselves.
 func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (int, error) {
+	if err := checkContext(ctx); err != nil {
+		return 0, err
+	}
 	if err := opts.defaults(); err != nil {
 		return 0, err
 	}
@@ -641,11 +635,16 @@ func (g *changeGroup) changesRecord() bool {
 }
 
 // applyGroups applies the changes of several records: in one batch when
-// the store allows it, record by record when that batch conflicts.
+// the store allows it, record by record when that batch conflicts. It
+// plans and writes against one view, which no lifecycle change replaces
+// meanwhile.
 func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions) (int, error) {
 	if len(groups) == 0 {
 		return 0, nil
 	}
+	t.indexes.drain.RLock()
+	defer t.indexes.drain.RUnlock()
+	view := t.indexes.load()
 	keys := make([][]byte, len(groups))
 	for i := range groups {
 		keys[i] = append(bytes.Clone(t.factSpace), groups[i].pk...)
@@ -658,7 +657,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 	var all Batch
 	for i := range groups {
 		g := &groups[i]
-		if err := t.planGroup(g, keys[i], facts[i], atom); err != nil {
+		if err := t.planGroup(view, g, keys[i], facts[i], atom); err != nil {
 			// A record that cannot be decoded blocks only its own changes.
 			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
 			o.logError(ctx, "indextable: change cannot be applied", t.name, err)
@@ -680,7 +679,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		case err == nil:
 			for _, g := range groups {
 				if !g.split {
-					t.indexes.noteMutations(g.ops, g.changesRecord())
+					view.noteMutations(g.ops, g.changesRecord())
 				}
 			}
 			for _, g := range groups {
@@ -695,7 +694,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 				}
 				err := t.store.Apply(ctx, &Batch{ops: g.ops})
 				if err == nil {
-					t.indexes.noteMutations(g.ops, g.changesRecord())
+					view.noteMutations(g.ops, g.changesRecord())
 					applied += len(g.changes)
 				} else if !errors.Is(err, ErrConflict) {
 					return applied, err
@@ -709,7 +708,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		if g.ops == nil || !g.split {
 			continue
 		}
-		ok, err := t.applySplit(ctx, &g, l, o)
+		ok, err := t.applySplit(ctx, view, &g, l, o)
 		switch {
 		case errors.Is(err, ErrInvalidBatch):
 			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
@@ -757,9 +756,9 @@ func (o *MaintainerOptions) logError(ctx context.Context, msg, table string, err
 // many as applySplit's guard can remove in one batch; the rest wait for the
 // next pass, which is safe: each pass deletes the entries of the versions
 // its changes name and puts those of the record as it is.
-func (t *Table[T]) planGroup(g *changeGroup, factKey, fact []byte, atom Atomicity) error {
+func (t *Table[T]) planGroup(view *indexView, g *changeGroup, factKey, fact []byte, atom Atomicity) error {
 	for {
-		if err := t.planChanges(g, factKey, fact); err != nil {
+		if err := t.planChanges(view, g, factKey, fact); err != nil {
 			return err
 		}
 		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
@@ -794,21 +793,21 @@ func splitGuard(g *changeGroup) []Op {
 	return append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: g.marker.Key, Value: g.marker.Value}, Op{Kind: OpDelete, Key: g.marker.Key})
 }
 
-func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
+func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []byte) error {
 	scope := byte(0)
 	var named []*indexTable // by changes of Build and Repair
 	for _, c := range g.changes {
 		scope |= c.scope
 		if c.scope&scopeIndex != 0 {
-			if ix := t.indexes.owner(c.before); ix != nil {
+			if ix := view.owner(c.before); ix != nil {
 				named = append(named, ix)
 			}
 		}
 	}
-	want := func(ix *indexTable) bool {
+	want := view.filter(func(ix *indexTable) bool {
 		return ix.maintained() && !ix.unique &&
 			(ix.eventual || scope&scopeAll != 0 || scope&scopeInter != 0 && !ix.intra || slices.Contains(named, ix))
-	}
+	})
 	ops := make([]Op, 0, 1+2*len(g.changes)+8)
 	if fact == nil {
 		ops = append(ops, Op{Kind: OpExpectAbsent, Key: factKey})
@@ -822,7 +821,7 @@ func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 	var current []entry
 	if fact != nil {
 		var err error
-		if current, err = t.factEntries(fact, g.pk, want); err != nil {
+		if current, err = t.factEntries(want, fact, g.pk); err != nil {
 			return err
 		}
 	}
@@ -834,7 +833,7 @@ func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 	for _, c := range g.changes {
 		if c.scope&scopeIndex != 0 {
 			// A stray entry key, longer than its index's prefix.
-			ix := t.indexes.owner(c.before)
+			ix := view.owner(c.before)
 			if ix != nil && ix.maintained() && len(c.before) > len(ix.prefix) &&
 				findEntry(current, c.before) < 0 && !containsKey(deleted, c.before) {
 				deleted = append(deleted, c.before)
@@ -847,7 +846,7 @@ func (t *Table[T]) planChanges(g *changeGroup, factKey, fact []byte) error {
 			before = append(before, nil)
 			continue
 		}
-		es, err := t.factEntries(c.before, g.pk, want)
+		es, err := t.factEntries(want, c.before, g.pk)
 		if err != nil {
 			return err
 		}
@@ -884,14 +883,13 @@ func containsKey(keys [][]byte, k []byte) bool {
 	return false
 }
 
-// factEntries returns the entries, in the indexes want selects, of the
-// record stored as fact.
-func (t *Table[T]) factEntries(fact, pk []byte, want func(*indexTable) bool) ([]entry, error) {
+// factEntries returns the entries in indexes of the record stored as fact.
+func (t *Table[T]) factEntries(indexes []*indexTable, fact, pk []byte) ([]entry, error) {
 	_, payload, err := splitFact(fact)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
 	}
-	return t.entriesOf(payload, pk, want)
+	return t.entriesOf(indexes, payload, pk)
 }
 
 // applySplit applies the changes of one record whose index mutations do not
@@ -908,7 +906,7 @@ func (t *Table[T]) factEntries(fact, pk []byte, want func(*indexTable) bool) ([]
 // included, which queue nothing) makes step 3 conflict, and the marker
 // stays, so the next pass deletes what step 2 put for the version it read.
 // It reports whether the changes were removed.
-func (t *Table[T]) applySplit(ctx context.Context, g *changeGroup, l *lease, o *MaintainerOptions) (bool, error) {
+func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) (bool, error) {
 	// g.ops[0] expects the record as read.
 	err := t.store.Apply(ctx, &Batch{ops: []Op{g.ops[0], g.marker}})
 	if errors.Is(err, ErrConflict) {
@@ -922,7 +920,7 @@ func (t *Table[T]) applySplit(ctx context.Context, g *changeGroup, l *lease, o *
 	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
 		return false, err
 	}
-	t.indexes.noteMutations(g.ops[g.guard:], g.changesRecord())
+	view.noteMutations(g.ops[g.guard:], g.changesRecord())
 	err = t.store.Apply(ctx, &Batch{ops: splitGuard(g)})
 	if errors.Is(err, ErrConflict) {
 		return false, nil
@@ -942,6 +940,9 @@ type Lag struct {
 // Lag reads the table's queue and reports its length and the age of its
 // oldest change.
 func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
+	if err := checkContext(ctx); err != nil {
+		return Lag{}, err
+	}
 	var l Lag
 	var oldest time.Time
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
@@ -965,6 +966,9 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 // done. A change the maintainers cannot apply (they log it) keeps it
 // waiting until then.
 func (t *Table[T]) WaitIndexed(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
 	return t.waitApplied(ctx, 0, nil)
 }
 

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -658,4 +660,48 @@ func TestIdleMaintainerTakesNoLease(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Zero(t, s.Counts().Sub(before).Applies)
+}
+
+// callCounter counts the calls made to a store and cancels a context after
+// a number of them: a loop that keeps calling a store that cannot answer
+// is caught by its calls, not by a clock.
+type callCounter struct {
+	it.Store
+	calls  atomic.Int64
+	limit  int64
+	cancel context.CancelFunc
+}
+
+func (s *callCounter) count() {
+	if s.calls.Add(1) == s.limit {
+		s.cancel()
+	}
+}
+
+func (s *callCounter) Get(ctx context.Context, k []byte) ([]byte, error) {
+	s.count()
+	return s.Store.Get(ctx, k)
+}
+
+func (s *callCounter) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	s.count()
+	return s.Store.Scan(ctx, r)
+}
+
+// TestMaintainerStopsOnAClosedStore: a closed store never opens again, so
+// RunMaintainer returns ErrClosed at once instead of retrying until its
+// context ends.
+func TestMaintainerStopsOnAClosedStore(t *testing.T) {
+	mem := it.NewMemoryStore()
+	s := &callCounter{Store: mem}
+	tbl := openWith(t, s, eventualIndexes([]it.Index[person]{indexByName("town")})...)
+	require.NoError(t, mem.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.limit, s.cancel = s.calls.Load()+50, cancel
+	err := tbl.RunMaintainer(ctx, it.MaintainerOptions{MaxBackoff: time.Microsecond})
+	require.ErrorIs(t, err, it.ErrClosed)
+	require.Less(t, s.calls.Load(), s.limit, "it went on calling the closed store")
+	_, err = tbl.ApplyPending(context.Background(), it.MaintainerOptions{})
+	require.ErrorIs(t, err, it.ErrClosed)
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -58,12 +60,13 @@ type Index[T any] struct {
 }
 
 // indexTable is a compiled Index: how to compute a record's entries, and
-// where they live in the store.
+// where they live in the store. It is never changed once a table's view
+// holds it: another generation or state is another indexTable (see with).
 type indexTable struct {
 	name        string
-	prefix      []byte // every entry key starts with it
+	prefix      []byte // every entry key starts with it; clipped, as it is shared
 	gen         int64  // the generation of the definition, part of prefix
-	state       atomic.Int32
+	state       IndexState
 	fingerprint uint64 // of the definition, for the catalog
 	eventual    bool
 	intra       bool // IntraPartition: entries in their record's partition
@@ -73,8 +76,8 @@ type indexTable struct {
 	proj        projection
 	unique      bool
 	sparse      bool
-	use         usageCounters
-	def         []byte // the encoded IndexDefinition, for the catalog
+	use         *usageCounters // shared by every generation and state of the index
+	def         []byte         // the encoded IndexDefinition, for the catalog
 }
 
 // entry is one index entry.
@@ -87,6 +90,7 @@ type entry struct {
 func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTable, error) {
 	ix := &indexTable{
 		name:     spec.Name,
+		use:      new(usageCounters),
 		strategy: spec.Strategy,
 		unique:   spec.Unique,
 		sparse:   spec.Sparse,
@@ -308,14 +312,64 @@ func (ix *indexTable) splitUnique(value []byte) (pk, payload []byte, err error) 
 // indexManager keeps a table's index tables in step with its fact table:
 // for each write it computes the entries the old and new versions of a
 // record own and adds to the write's batch only the entries that change.
+//
+// Its view of the indexes is an immutable indexView, swapped whole: a
+// write, a read or a maintainer pass loads it once and sees one consistent
+// set of definitions, generations and states from start to end. A
+// lifecycle change (DisableIndex, EnableIndex) holds drain exclusively
+// while it commits the catalog and publishes the view that follows it;
+// whatever writes index entries holds drain shared while it plans and
+// commits them. So when the change returns, no write of this process that
+// planned against the older view is still in flight: none leaves entries
+// in a generation that was disabled, and none commits, behind a build,
+// without the entries of an index that became write-only.
 type indexManager struct {
-	indexes []*indexTable
+	view    atomic.Pointer[indexView]
+	publish sync.Mutex   // orders the views published, and a catalog change with its view
+	drain   sync.RWMutex // shared: planning and writing entries; exclusive: a lifecycle change
 }
 
-// owner returns the non-unique index of m whose entries key lies among,
+// load returns the current view.
+func (m *indexManager) load() *indexView { return m.view.Load() }
+
+// replace publishes a view in which ix stands for the index of its name.
+// The caller holds m.publish.
+func (m *indexManager) replace(ix *indexTable) {
+	old := m.load()
+	indexes := slices.Clone(old.indexes)
+	for i, have := range indexes {
+		if have.name == ix.name {
+			indexes[i] = ix
+		}
+	}
+	m.view.Store(newIndexView(indexes))
+}
+
+// indexView is one immutable state of a table's indexes.
+type indexView struct {
+	indexes  []*indexTable // in schema order
+	sync     []*indexTable // those a write keeps up to date in its own batch
+	queueing bool          // writes queue changes for Eventual indexes
+}
+
+func newIndexView(indexes []*indexTable) *indexView {
+	v := &indexView{indexes: indexes}
+	for _, ix := range indexes {
+		switch {
+		case !ix.maintained():
+		case ix.eventual:
+			v.queueing = true
+		default:
+			v.sync = append(v.sync, ix)
+		}
+	}
+	return v
+}
+
+// owner returns the non-unique index of v whose entries key lies among,
 // or nil.
-func (m *indexManager) owner(key []byte) *indexTable {
-	for _, ix := range m.indexes {
+func (v *indexView) owner(key []byte) *indexTable {
+	for _, ix := range v.indexes {
 		if !ix.unique && bytes.HasPrefix(key, ix.prefix) {
 			return ix
 		}
@@ -323,8 +377,8 @@ func (m *indexManager) owner(key []byte) *indexTable {
 	return nil
 }
 
-func (m *indexManager) lookup(name string) *indexTable {
-	for _, ix := range m.indexes {
+func (v *indexView) lookup(name string) *indexTable {
+	for _, ix := range v.indexes {
 		if ix.name == name {
 			return ix
 		}
@@ -332,31 +386,43 @@ func (m *indexManager) lookup(name string) *indexTable {
 	return nil
 }
 
-// maintained reports whether writes keep ix up to date at all.
-func (ix *indexTable) maintained() bool { return IndexState(ix.state.Load()) != IndexDisabled }
+// filter returns the indexes of v that want reports true for.
+func (v *indexView) filter(want func(*indexTable) bool) []*indexTable {
+	var out []*indexTable
+	for _, ix := range v.indexes {
+		if want(ix) {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
 
-// entries returns the entries of record rv in the indexes that want
-// reports true for.
-func (m *indexManager) entries(rv reflect.Value, pk, payload []byte, c Codec, want func(*indexTable) bool) ([]entry, error) {
+// maintained reports whether writes keep ix up to date at all.
+func (ix *indexTable) maintained() bool { return ix.state != IndexDisabled }
+
+// with returns a copy of ix at generation gen, in state state.
+func (ix *indexTable) with(tablePrefix []byte, gen int64, state IndexState) *indexTable {
+	c := *ix
+	c.place(tablePrefix, gen)
+	c.state = state
+	return &c
+}
+
+// entries returns the entries of record rv in indexes.
+func entries(indexes []*indexTable, rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
+	if len(indexes) == 0 {
+		return nil, nil
+	}
 	// One allocation holds every index's key-building scratch: each its own
 	// capacity-bounded piece, so that a key that outgrows its piece moves
 	// rather than overwriting the next.
-	n, size := 0, 0
-	for _, ix := range m.indexes {
-		if want(ix) {
-			n++
-			size += len(ix.prefix) + len(pk) + entryKeyRoom
-		}
+	size := 0
+	for _, ix := range indexes {
+		size += len(ix.prefix) + len(pk) + entryKeyRoom
 	}
-	if n == 0 {
-		return nil, nil
-	}
-	out := make([]entry, 0, n)
+	out := make([]entry, 0, len(indexes))
 	buf := make([]byte, size)
-	for _, ix := range m.indexes {
-		if !want(ix) {
-			continue
-		}
+	for _, ix := range indexes {
 		c0 := len(ix.prefix) + len(pk) + entryKeyRoom
 		var err error
 		if out, err = ix.appendEntries(out, rv, pk, payload, c, buf[:0:c0]); err != nil {
@@ -371,21 +437,24 @@ func (m *indexManager) entries(rv reflect.Value, pk, payload []byte, c Codec, wa
 // fields, beyond the index prefix and the primary key.
 const entryKeyRoom = 48
 
-// plan adds to b the index changes that turn the entries in old into those
-// in new: deletes for entries that went, puts for entries that came or
-// changed. A unique entry that comes is checked against the store and
-// guarded by an expectation that it is still absent when b applies.
-func (m *indexManager) plan(ctx context.Context, s Store, b *Batch, old, new []entry) error {
+// planEntries adds to b the index changes that turn the entries in old
+// into those in new: deletes for entries that went, puts for entries that
+// came or changed. A unique entry that comes is checked against the store
+// and guarded by an expectation that it is still absent when b applies.
+func planEntries(ctx context.Context, s Store, b *Batch, old, new []entry) error {
 	for _, o := range old {
 		if findEntry(new, o.key) >= 0 {
 			continue
 		}
-		if o.ix.unique && IndexState(o.ix.state.Load()) != IndexReadable {
+		if o.ix.unique && o.ix.state != IndexReadable {
 			// While a unique index is built, another record may hold a key
 			// this one had before the build reached it: leave it that one.
+			// An entry not there yet may be put by the build before b
+			// applies: b expects it absent, and a retry deletes it.
 			held, err := s.Get(ctx, o.key)
 			switch {
 			case errors.Is(err, ErrNotFound):
+				b.ExpectAbsent(o.key)
 				continue
 			case err != nil:
 				return err
@@ -405,7 +474,7 @@ func (m *indexManager) plan(ctx context.Context, s Store, b *Batch, old, new []e
 		// A unique key is checked when it comes and, while the index is
 		// built, when its entry changes: another record may have taken it
 		// before the build reached this one.
-		if n.ix.unique && (i < 0 || IndexState(n.ix.state.Load()) != IndexReadable) {
+		if n.ix.unique && (i < 0 || n.ix.state != IndexReadable) {
 			if err := guardUnique(ctx, s, b, n); err != nil {
 				return err
 			}

@@ -76,6 +76,9 @@ func NewMemoryStore() *MemoryStore {
 }
 
 func memCtxErr(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("memory store: %w", checkContext(ctx))
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory store: %w", err)
 	}
@@ -226,7 +229,7 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 	if err := memCtxErr(ctx); err != nil {
 		return err
 	}
-	for _, op := range b.ops {
+	for _, op := range b.Ops() {
 		if uint64(len(op.Key)) >= memMaxLen || uint64(len(op.Value)) >= memMaxLen {
 			return fmt.Errorf("%w: memory store: a key or value of %d bytes (at most 4 GiB - 2)", ErrInvalidBatch, max(len(op.Key), len(op.Value)))
 		}
@@ -239,7 +242,7 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 	if m.tree == nil {
 		return errMemClosed
 	}
-	for _, op := range b.ops {
+	for _, op := range b.Ops() {
 		if op.IsWrite() {
 			continue
 		}
@@ -248,7 +251,7 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 			return fmt.Errorf("memory store: %w", err)
 		}
 	}
-	for _, op := range b.ops {
+	for _, op := range b.Ops() {
 		switch op.Kind {
 		case OpPut:
 			buf := make([]byte, max(len(op.Key)+len(op.Value), 1)) // p is never nil

@@ -158,7 +158,7 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	prefix := t.factSpace
 	fields := t.pk
 	if q.Index != "" {
-		p.ix = t.indexes.lookup(q.Index)
+		p.ix = t.indexes.load().lookup(q.Index)
 		if p.ix == nil {
 			return fmt.Errorf("%w: table %q has no index %q", ErrInvalidQuery, t.name, q.Index)
 		}
@@ -220,7 +220,7 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	p.buf = eq[:0] // keep a buffer that grew for the next plan
 	p.eq = eq[len(prefix):]
 	// A key that extends the tuple encoded as k lies in [k, tupleEnd(k)).
-	p.r.Start, p.r.End = eq, tupleEnd(eq)
+	p.r.Start, p.r.End = eq, appendTupleEnd(eq[len(eq):], eq) // the end after the start, in p.buf
 	if q.Lower != nil {
 		if p.r.Start, err = AppendElement(bytes.Clone(eq), q.Lower.Value); err != nil {
 			return fmt.Errorf("%w: lower bound: %w", ErrInvalidQuery, err)
@@ -299,7 +299,7 @@ func (t *Table[T]) coverFields(q Query) Query {
 	if len(q.Fields) == 0 || q.Covered || len(q.Where) > 0 || q.Index == "" {
 		return q
 	}
-	ix := t.indexes.lookup(q.Index)
+	ix := t.indexes.load().lookup(q.Index)
 	if ix == nil || ix.strategy == FullCopy {
 		return q
 	}
@@ -411,6 +411,9 @@ func (t *Table[T]) Exists(ctx context.Context, q Query) (bool, error) {
 // which of its entries must be checked against the fact table (see
 // Table.pendingRecords).
 func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
 	if err := t.compile(q, &rd.plan); err != nil {
 		return err
 	}
@@ -422,9 +425,15 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		}
 		return nil
 	}
-	if err := t.readable(ctx, ix); err != nil {
+	ix, err := t.readable(ctx, ix)
+	if err != nil {
 		return err
 	}
+	if ix.gen != rd.plan.ix.gen {
+		// Enabled anew, and built, since q was compiled: compile it again.
+		return t.prepare(ctx, q, rd)
+	}
+	rd.plan.ix = ix
 	ix.use.noteRead(rd.plan.eq)
 	ix.use.noteFields(fieldsNeeded(q, ix, rd.counting))
 	// A normalized or partial read checks every record anyway.

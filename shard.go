@@ -114,6 +114,9 @@ type ShardedStore struct {
 //
 // Do not nest ShardedStores: shards of shards would all use the same hash.
 func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) (*ShardedStore, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if len(shards) == 0 || len(shards) > maxShards {
 		return nil, fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidSharding, len(shards), maxShards)
 	}
@@ -134,7 +137,10 @@ func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) 
 		s.atom.MaxOps = minBound(s.atom.MaxOps, a.MaxOps)
 		s.atom.MaxBytes = minBound(s.atom.MaxBytes, a.MaxBytes)
 	}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: shard option %d is nil", ErrInvalidArgument, i)
+		}
 		if err := opt(s); err != nil {
 			return nil, err
 		}
@@ -343,6 +349,9 @@ func (s *ShardedStore) check(ctx context.Context) error {
 	if s.closed.Load() {
 		return fmt.Errorf("sharded store: %w", ErrClosed)
 	}
+	if ctx == nil {
+		return fmt.Errorf("sharded store: %w", checkContext(ctx))
+	}
 	return ctx.Err()
 }
 
@@ -436,8 +445,8 @@ func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
 	if err := (Atomicity{MaxOps: s.atom.MaxOps, MaxBytes: s.atom.MaxBytes}).Allows(b); err != nil {
 		return err
 	}
-	shard := s.ShardOf(b.ops[0].Key)
-	for _, op := range b.ops {
+	shard := s.ShardOf(b.Ops()[0].Key)
+	for _, op := range b.Ops() {
 		if i := s.ShardOf(op.Key); i != shard {
 			return fmt.Errorf("%w: keys on shards %d and %d, atomicity scope is one shard", ErrInvalidBatch, shard, i)
 		}

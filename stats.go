@@ -300,12 +300,12 @@ func (c *usageCounters) snapshot() (u IndexUsage, keys map[string]int64) {
 
 // noteMutations counts the entries that ops put or delete in each index;
 // changed: ops update or delete a record that existed.
-func (m *indexManager) noteMutations(ops []Op, changed bool) {
+func (v *indexView) noteMutations(ops []Op, changed bool) {
 	for _, op := range ops {
 		if !op.IsWrite() {
 			continue
 		}
-		for _, ix := range m.indexes {
+		for _, ix := range v.indexes {
 			if bytes.HasPrefix(op.Key, ix.prefix) {
 				ix.use.mutations.Add(1)
 				if changed {
@@ -491,14 +491,18 @@ func readUsage(ctx context.Context, store Store, tablePrefix []byte) (storedUsag
 // SaveUsage stored, by every process, plus what this one has counted since
 // its last SaveUsage.
 func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
+	if err := checkContext(ctx); err != nil {
+		return TableUsage{}, err
+	}
 	u, _, err := readUsage(ctx, t.store, t.prefix)
 	if err != nil {
 		return TableUsage{}, fmt.Errorf("table %q: %w", t.name, err)
 	}
 	indexes := map[string]IndexUsage{}
 	keys := map[string]map[string]int64{}
-	names := make([]string, 0, len(t.indexes.indexes))
-	for _, ix := range t.indexes.indexes {
+	view := t.indexes.load()
+	names := make([]string, 0, len(view.indexes))
+	for _, ix := range view.indexes {
 		indexes[ix.name], keys[ix.name] = ix.use.snapshot()
 		names = append(names, ix.name)
 	}
@@ -513,6 +517,9 @@ func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
 // UsageOf returns the usage totals that SaveUsage stored for table, without
 // the program's record types: it is for tools.
 func UsageOf(ctx context.Context, store Store, table string) (TableUsage, error) {
+	if err := checkArguments(ctx, store); err != nil {
+		return TableUsage{}, err
+	}
 	u, _, err := readUsage(ctx, store, appendString(nil, table))
 	if err != nil {
 		return TableUsage{}, fmt.Errorf("table %q: %w", table, err)
@@ -577,10 +584,14 @@ func mustEncode(t Tuple) []byte {
 // which may count them twice; after ErrConflict on every attempt they were
 // not written.
 func (t *Table[T]) SaveUsage(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
+	view := t.indexes.load() // the usage counters are the same in every view
 	writes, scans, filters := t.writes.Swap(0), t.scans.Swap(0), t.filters.take(true)
 	indexes := map[string]IndexUsage{}
 	keys := map[string]map[string]int64{}
-	for _, ix := range t.indexes.indexes {
+	for _, ix := range view.indexes {
 		indexes[ix.name], keys[ix.name] = ix.use.take()
 	}
 	err := t.saveUsage(ctx, writes, scans, filters, indexes, keys)
@@ -588,7 +599,7 @@ func (t *Table[T]) SaveUsage(ctx context.Context) error {
 		t.writes.Add(writes)
 		t.scans.Add(scans)
 		t.filters.give(filters)
-		for _, ix := range t.indexes.indexes {
+		for _, ix := range view.indexes {
 			ix.use.give(indexes[ix.name], keys[ix.name])
 		}
 	}
@@ -651,12 +662,10 @@ type TableStats struct {
 // holds only one key at a time in memory. Entries of an eventual index that
 // its maintainers have not applied yet are not counted.
 func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
-	var indexes []*indexTable
-	for _, ix := range t.indexes.indexes {
-		if ix.maintained() {
-			indexes = append(indexes, ix)
-		}
+	if err := checkContext(ctx); err != nil {
+		return TableStats{}, err
 	}
+	indexes := t.indexes.load().filter((*indexTable).maintained)
 	return measure(ctx, t.store, t.name, t.factSpace, indexes, len(t.pk))
 }
 
@@ -664,6 +673,9 @@ func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
 // program's record types: it is for tools. Indexes that are disabled, or
 // whose definition the catalog lacks, are left out.
 func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, error) {
+	if err := checkArguments(ctx, store); err != nil {
+		return TableStats{}, err
+	}
 	prefix := appendString(nil, table.Name)
 	var indexes []*indexTable
 	pkArity := 0

@@ -166,7 +166,7 @@ func (o Op) IsWrite() bool { return o.Kind == OpPut || o.Kind == OpDelete }
 // atomically. Expectations are checked before any write, so an expectation
 // and a write may name the same key (compare-and-set); no key may be written
 // twice. A Batch does not copy keys or values: leave them unmodified until
-// Apply returns.
+// Apply returns. A nil *Batch reads as an empty one.
 type Batch struct {
 	ops []Op
 }
@@ -187,10 +187,15 @@ func (b *Batch) ExpectAbsent(key []byte) { b.ops = append(b.ops, Op{Kind: OpExpe
 
 // Ops returns the operations in the order they were added. The slice is the
 // batch's own; do not modify it.
-func (b *Batch) Ops() []Op { return b.ops }
+func (b *Batch) Ops() []Op {
+	if b == nil {
+		return nil
+	}
+	return b.ops
+}
 
 // Len returns the number of operations.
-func (b *Batch) Len() int { return len(b.ops) }
+func (b *Batch) Len() int { return len(b.Ops()) }
 
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() { b.ops = b.ops[:0] }
@@ -215,21 +220,22 @@ type Atomicity struct {
 // Allows returns nil when a store with this scope can apply b atomically,
 // or an error wrapping ErrInvalidBatch that says why not.
 func (a Atomicity) Allows(b *Batch) error {
-	if a.MaxOps > 0 && len(b.ops) > a.MaxOps {
-		return fmt.Errorf("%w: %d operations, atomicity scope allows %d", ErrInvalidBatch, len(b.ops), a.MaxOps)
+	ops := b.Ops()
+	if a.MaxOps > 0 && len(ops) > a.MaxOps {
+		return fmt.Errorf("%w: %d operations, atomicity scope allows %d", ErrInvalidBatch, len(ops), a.MaxOps)
 	}
 	if a.MaxBytes > 0 {
 		n := 0
-		for _, op := range b.ops {
+		for _, op := range ops {
 			n += len(op.Key) + len(op.Value)
 		}
 		if n > a.MaxBytes {
 			return fmt.Errorf("%w: %d bytes, atomicity scope allows %d", ErrInvalidBatch, n, a.MaxBytes)
 		}
 	}
-	if a.Partition != nil && len(b.ops) > 1 {
-		first := a.Partition(b.ops[0].Key)
-		for _, op := range b.ops[1:] {
+	if a.Partition != nil && len(ops) > 1 {
+		first := a.Partition(ops[0].Key)
+		for _, op := range ops[1:] {
 			if p := a.Partition(op.Key); !bytes.Equal(p, first) {
 				return fmt.Errorf("%w: keys in partitions %q and %q, atomicity scope is one partition", ErrInvalidBatch, first, p)
 			}
@@ -256,11 +262,12 @@ func CheckExpectation(op Op, current []byte) error {
 // ErrInvalidBatch for an unknown operation kind or a key written twice.
 // Stores call it at the start of Apply.
 func CheckBatch(b *Batch) error {
+	ops := b.Ops()
 	var seen map[string]struct{}
-	if len(b.ops) > 8 {
-		seen = make(map[string]struct{}, len(b.ops))
+	if len(ops) > 8 {
+		seen = make(map[string]struct{}, len(ops))
 	}
-	for i, op := range b.ops {
+	for i, op := range ops {
 		switch op.Kind {
 		case OpPut, OpDelete:
 		case OpExpectValue, OpExpectAbsent:
@@ -273,7 +280,7 @@ func CheckBatch(b *Batch) error {
 			_, dup = seen[string(op.Key)]
 			seen[string(op.Key)] = struct{}{}
 		} else {
-			for _, prev := range b.ops[:i] {
+			for _, prev := range ops[:i] {
 				if prev.IsWrite() && bytes.Equal(prev.Key, op.Key) {
 					dup = true
 					break

@@ -25,7 +25,27 @@ var (
 	// ErrInvalidKey reports a primary key, or a computed index key, that does
 	// not fit the schema.
 	ErrInvalidKey = errors.New("indextable: invalid key")
+	// ErrInvalidArgument reports an argument a call cannot use at all: a
+	// nil context, store or option.
+	ErrInvalidArgument = errors.New("indextable: invalid argument")
 )
+
+// checkContext refuses a nil context, which every call of a store would
+// otherwise meet with a panic.
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// checkArguments refuses a nil context or store.
+func checkArguments(ctx context.Context, store Store) error {
+	if store == nil {
+		return fmt.Errorf("%w: nil store", ErrInvalidArgument)
+	}
+	return checkContext(ctx)
+}
 
 // Key spaces within a table's part of the store, which starts with the
 // table's name.
@@ -83,8 +103,8 @@ type Table[T any] struct {
 	prefix     []byte // of every key of the table
 	factSpace  []byte
 	queueSpace []byte
-	queueEnd   []byte // tupleEnd(queueSpace)
-	indexes    indexManager
+	queueEnd   []byte        // tupleEnd(queueSpace)
+	indexes    indexManager  // the index tables; see indexManager for how they change
 	readers    sync.Pool     // *reader[T], to reuse read buffers
 	writers    sync.Pool     // *writeBuffers[T], to reuse write buffers
 	writes     atomic.Int64  // record writes committed, for Usage
@@ -99,6 +119,9 @@ type Table[T any] struct {
 // is empty, a changed one is rebuilt from empty, and a removed one is
 // dropped with its entries. Build makes write-only indexes readable.
 func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T], error) {
+	if err := checkArguments(ctx, store); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -129,17 +152,18 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 		}
 		t.pk = append(t.pk, f)
 	}
+	var indexes []*indexTable
 	for _, spec := range schema.Indexes {
-		if t.indexes.lookup(spec.Name) != nil {
+		if slices.ContainsFunc(indexes, func(ix *indexTable) bool { return ix.name == spec.Name }) {
 			return nil, fmt.Errorf("%w: two indexes are named %q", ErrInvalidSchema, spec.Name)
 		}
 		ix, err := compileIndex(rt, spec, t)
 		if err != nil {
 			return nil, err
 		}
-		t.indexes.indexes = append(t.indexes.indexes, ix)
+		indexes = append(indexes, ix)
 	}
-	if err := t.loadCatalog(ctx); err != nil {
+	if err := t.loadCatalog(ctx, indexes); err != nil {
 		return nil, fmt.Errorf("table %q: catalog: %w", t.name, err)
 	}
 	if err := t.recordLayout(ctx); err != nil {
@@ -158,10 +182,13 @@ func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Ta
 	if s, ok := store.(StableStore); ok {
 		t.stable = s.StableValues()
 	}
-	t.prefix = appendString(nil, name)
-	t.factSpace = appendInt(bytes.Clone(t.prefix), spaceFact)
-	t.queueSpace = appendInt(bytes.Clone(t.prefix), spaceQueue)
+	// Goroutines share these prefixes: each is clipped, so that an append
+	// to one copies it.
+	t.prefix = slices.Clip(appendString(nil, name))
+	t.factSpace = slices.Clip(appendInt(bytes.Clone(t.prefix), spaceFact))
+	t.queueSpace = slices.Clip(appendInt(bytes.Clone(t.prefix), spaceQueue))
 	t.queueEnd = tupleEnd(t.queueSpace)
+	t.indexes.view.Store(newIndexView(nil))
 	return t
 }
 
@@ -173,6 +200,19 @@ type WriteOption func(*writeOptions)
 
 type writeOptions struct {
 	ifVersion Version // 0: unconditional
+}
+
+// parseWriteOptions applies opts, refusing a nil one: it may have been meant
+// as a condition.
+func parseWriteOptions(opts []WriteOption) (writeOptions, error) {
+	var o writeOptions
+	for i, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("%w: write option %d is nil", ErrInvalidArgument, i)
+		}
+		opt(&o)
+	}
+	return o, nil
 }
 
 // IfVersion makes an Update or Delete conditional: it applies only if the
@@ -212,6 +252,13 @@ func (t *Table[T]) Update(ctx context.Context, rec T, opts ...WriteOption) (Vers
 // Delete removes the record with primary key pk and its index entries; it
 // returns an error wrapping ErrNotFound if there is none.
 func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) error {
+	o, err := parseWriteOptions(opts)
+	if err == nil {
+		err = checkContext(ctx)
+	}
+	if err != nil {
+		return err
+	}
 	w := t.newWriteBuffers()
 	defer t.freeWriteBuffers(w)
 	key, err := t.factKeyOf(w.key[:0], pk)
@@ -219,7 +266,9 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	_, err = t.write(ctx, writeDelete, key, nil, nil, opts, &w.ops)
+	t.indexes.drain.RLock()
+	defer t.indexes.drain.RUnlock()
+	_, err = t.write(ctx, t.indexes.load(), writeDelete, key, nil, nil, o, &w.ops)
 	return err
 }
 
@@ -256,6 +305,18 @@ func (t *Table[T]) freeWriteBuffers(w *writeBuffers[T]) {
 // the record is next written or deleted, so what the codec does not keep
 // (a field tagged json:"-", say) cannot leave entries behind.
 func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts []WriteOption) (Version, error) {
+	o, err := parseWriteOptions(opts)
+	if err == nil {
+		err = checkContext(ctx)
+	}
+	if err != nil {
+		return 0, err
+	}
+	// The write plans against one view, which no lifecycle change replaces
+	// until it has committed.
+	t.indexes.drain.RLock()
+	defer t.indexes.drain.RUnlock()
+	view := t.indexes.load()
 	w := t.newWriteBuffers()
 	defer t.freeWriteBuffers(w)
 	w.rec = rec
@@ -279,11 +340,11 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 		return 0, fmt.Errorf("%w: table %q: primary key %v does not survive the codec (stored as %v)",
 			ErrInvalidKey, t.name, decodeForError(factKey[len(t.factSpace):]), decodeForError(storedKey[len(t.factSpace):]))
 	}
-	entries, err := t.indexes.entries(sv, factKey[len(t.factSpace):], payload, t.codec, synchronous)
+	entries, err := entries(view.sync, sv, factKey[len(t.factSpace):], payload, t.codec)
 	if err != nil {
 		return 0, fmt.Errorf("table %q: %w", t.name, err)
 	}
-	return t.write(ctx, kind, factKey, fact, entries, opts, &w.ops)
+	return t.write(ctx, view, kind, factKey, fact, entries, o, &w.ops)
 }
 
 // factKey appends to dst the fact table key of the record rv.
@@ -299,18 +360,15 @@ func (t *Table[T]) factKey(dst []byte, rv reflect.Value) ([]byte, error) {
 	return key, nil
 }
 
-// write makes one record change: it reads the current record, and commits
-// a batch that replaces it with fact (binary.MaxVarintLen64 bytes for the
-// version, then the payload) and its index entries newEntries, or deletes
-// it when fact is nil, conditional on the current record being unchanged;
-// it retries when a concurrent write got there first.
-func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []byte, newEntries []entry, opts []WriteOption, ops *[]Op) (Version, error) {
-	var o writeOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+// write makes one record change, planned against view: it reads the
+// current record, and commits a batch that replaces it with fact
+// (binary.MaxVarintLen64 bytes for the version, then the payload) and its
+// index entries newEntries, or deletes it when fact is nil, conditional on
+// the current record being unchanged; it retries when a concurrent write
+// got there first.
+func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, factKey, fact []byte, newEntries []entry, o writeOptions, ops *[]Op) (Version, error) {
 	pk := factKey[len(t.factSpace):]
-	queueing := t.indexes.queueing()
+	queueing := view.queueing
 	n := 2 + 2*len(newEntries) // the record, its guard, the entries and theirs
 	if queueing {
 		n++ // a change record
@@ -341,7 +399,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 				return 0, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
 			}
 			oldVersion = v
-			if oldEntries, err = t.entriesOf(oldPayload, pk, synchronous); err != nil {
+			if oldEntries, err = t.entriesOf(view.sync, oldPayload, pk); err != nil {
 				return 0, err
 			}
 		}
@@ -386,7 +444,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 		} else {
 			writeFact(0)
 		}
-		if err := t.indexes.plan(ctx, t.store, &b, oldEntries, newEntries); err != nil {
+		if err := planEntries(ctx, t.store, &b, oldEntries, newEntries); err != nil {
 			if blind {
 				continue
 			}
@@ -400,7 +458,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 			newIntra, newInter := splitPlacement(newEntries)
 			if len(newIntra)+len(oldIntra) > 0 {
 				writeFact(0)
-				err := t.indexes.plan(ctx, t.store, &b, oldIntra, newIntra)
+				err := planEntries(ctx, t.store, &b, oldIntra, newIntra)
 				if err != nil {
 					return err
 				}
@@ -420,7 +478,7 @@ func (t *Table[T]) write(ctx context.Context, kind writeKind, factKey, fact []by
 		})
 		if err == nil {
 			t.writes.Add(1)
-			t.indexes.noteMutations(b.ops, exists)
+			view.noteMutations(b.ops, exists)
 			if queued {
 				select {
 				case t.wake <- struct{}{}:
@@ -455,10 +513,9 @@ func errUniqueOutside(ix *indexTable) error {
 	return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch", ErrInvalidBatch, ix.name)
 }
 
-// entriesOf decodes a stored record and returns its entries in the
-// indexes that want selects.
-func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([]entry, error) {
-	if !slices.ContainsFunc(t.indexes.indexes, want) {
+// entriesOf decodes a stored record and returns its entries in indexes.
+func (t *Table[T]) entriesOf(indexes []*indexTable, payload, pk []byte) ([]entry, error) {
+	if len(indexes) == 0 {
 		return nil, nil
 	}
 	// A record of the table's type, which is T's, or a layout's for a
@@ -467,11 +524,11 @@ func (t *Table[T]) entriesOf(payload, pk []byte, want func(*indexTable) bool) ([
 	if err := t.decodeInto(payload, rec, t.stable); err != nil {
 		return nil, fmt.Errorf("table %q: decode record %v: %w", t.name, decodeForError(pk), err)
 	}
-	entries, err := t.indexes.entries(rec.Elem(), pk, payload, t.codec, want)
+	es, err := entries(indexes, rec.Elem(), pk, payload, t.codec)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", t.name, err)
 	}
-	return entries, nil
+	return es, nil
 }
 
 // decodeKept decodes into rec a payload that stays unmodified for as long
@@ -553,6 +610,10 @@ func (t *Table[T]) Get(ctx context.Context, pk ...any) (T, error) {
 // GetVersioned is Get that also returns the record's version, for a later
 // conditional write with IfVersion.
 func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, error) {
+	if err := checkContext(ctx); err != nil {
+		var zero T
+		return zero, 0, err
+	}
 	rd := t.newReader() // for its buffers
 	defer t.freeReader(rd)
 	key, err := t.factKeyOf(rd.f.scratch[:0], pk)

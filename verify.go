@@ -141,13 +141,16 @@ type verifier[T any] struct {
 	report  *VerifyReport
 	pending map[string]bool // primary keys with queued changes
 	queued  map[string]bool // the change records of the fixes Repair queued
-	indexes []*indexTable
-	// claims holds the unique keys found missing in this pass, and the
-	// records that should hold them.
+	indexes []*indexTable   // the readable ones, as the pass began
+	// claims holds the unique keys found missing in this pass, each with
+	// the entry that Repair put there (nil: none).
 	claims map[string][]byte
 }
 
 func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) (*VerifyReport, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 256
 	}
@@ -156,11 +159,12 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 	}
 	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
 		pending: map[string]bool{}, queued: map[string]bool{}, claims: map[string][]byte{}}
-	for _, ix := range t.indexes.indexes {
-		if _, _, err := t.readCatalog(ctx, ix); err != nil {
+	for _, ix := range t.indexes.load().indexes {
+		ix, c, _, err := t.readCatalog(ctx, ix.name)
+		if err != nil {
 			return nil, err
 		}
-		if IndexState(ix.state.Load()) == IndexReadable {
+		if c.state == IndexReadable {
 			v.indexes = append(v.indexes, ix)
 		}
 	}
@@ -188,15 +192,6 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 		}
 	}
 	return v.report, err
-}
-
-func (v *verifier[T]) readable(ix *indexTable) bool {
-	for _, r := range v.indexes {
-		if r == ix {
-			return true
-		}
-	}
-	return false
 }
 
 // records is the first pass: each record's entries, looked up.
@@ -227,7 +222,7 @@ func (v *verifier[T]) records(ctx context.Context) error {
 			if v.pending[string(pk)] {
 				continue
 			}
-			es, err := t.factEntries(facts[i+1], pk, v.readable)
+			es, err := t.factEntries(v.indexes, facts[i+1], pk)
 			if err != nil {
 				return err
 			}
@@ -248,14 +243,14 @@ func (v *verifier[T]) records(ctx context.Context) error {
 			factKey, fact := owner[2*i], owner[2*i+1]
 			pk := factKey[len(t.factSpace):]
 			var kind DriftKind
+			seen := held[i]
+			claim, claimed := v.claims[string(e.key)]
 			switch {
-			case held[i] == nil && e.ix.unique && v.claims[string(e.key)] != nil:
+			case seen == nil && e.ix.unique && claimed:
 				kind = DriftUniqueViolation // another record lacks this key too
-			case held[i] == nil:
+				seen = claim                // and Repair may have given it the key since
+			case seen == nil:
 				kind = DriftMissing
-				if e.ix.unique {
-					v.claims[string(e.key)] = pk
-				}
 			case bytes.Equal(held[i], e.value):
 				continue
 			case e.ix.unique && !sameOwner(e.ix, e.key, held[i], e.value):
@@ -280,8 +275,15 @@ func (v *verifier[T]) records(ctx context.Context) error {
 				fix.ExpectValue(e.key, held[i])
 			}
 			fix.Put(e.key, e.value)
-			if err := v.found(ctx, kind, e.ix, e.key, pk, factKey, fact, &fix, false); err != nil {
+			repaired, err := v.found(ctx, kind, e.ix, e.key, seen, pk, factKey, fact, &fix, false)
+			if err != nil {
 				return err
+			}
+			if kind == DriftMissing && e.ix.unique {
+				v.claims[string(e.key)] = nil
+				if repaired {
+					v.claims[string(e.key)] = e.value
+				}
 			}
 		}
 		if v.opts.Progress != nil {
@@ -305,7 +307,7 @@ func (v *verifier[T]) ownedElsewhere(ctx context.Context, e entry, held []byte) 
 	if err != nil {
 		return false, err
 	}
-	es, err := t.factEntries(fact, pk, func(x *indexTable) bool { return x == e.ix })
+	es, err := t.factEntries([]*indexTable{e.ix}, fact, pk)
 	return findEntry(es, e.key) >= 0, err
 }
 
@@ -316,7 +318,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 	if err != nil {
 		return err
 	}
-	only := func(x *indexTable) bool { return x == ix }
+	only := []*indexTable{ix}
 	var after []byte
 	done := int64(0)
 	for {
@@ -357,7 +359,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 			fix.Delete(key)
 			kind := DriftDangling
 			if fact != nil {
-				es, err := t.factEntries(fact, pk, only)
+				es, err := t.factEntries(only, fact, pk)
 				if err != nil {
 					return err
 				}
@@ -369,7 +371,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 			} else {
 				fix.ExpectAbsent(factKey)
 			}
-			if err := v.found(ctx, kind, ix, key, pk, factKey, fact, &fix, true); err != nil {
+			if _, err := v.found(ctx, kind, ix, key, value, pk, factKey, fact, &fix, true); err != nil {
 				return err
 			}
 		}
@@ -379,32 +381,20 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 	}
 }
 
-// found confirms a finding (the record is still as read, and no change to
-// it was queued since the pass began), counts it and, when repairing,
-// applies fix. When fix spans partitions, it queues a change for the
-// maintainer instead, in the record's partition and conditional on it:
-// one that puts the record's entries, or, for a stray entry key, one that
-// deletes it unless the record has it.
-func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, pk, factKey, fact []byte, fix *Batch, stray bool) error {
+// found confirms a finding about the entry key of ix, seen holding seen
+// (nil: absent), of the record at factKey, read as fact (nil: absent), and
+// counts it and, when repairing, applies fix. When fix spans partitions, it
+// queues a change for the maintainer instead, in the record's partition and
+// conditional on it: one that puts the record's entries, or, for a stray
+// entry key, one that deletes it unless the record has it.
+func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, seen, pk, factKey, fact []byte, fix *Batch, stray bool) (repaired bool, err error) {
 	t := v.t
-	now, err := t.store.Get(ctx, factKey)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		now = nil
-	case err != nil:
-		return err
-	}
-	if !bytes.Equal(now, fact) || (now == nil) != (fact == nil) {
-		return nil // a write raced with the check
-	}
-	queued := append(bytes.Clone(t.queueSpace), pk...)
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued)}) {
-		if err != nil {
-			return err
-		}
-		if !v.queued[string(e.Key)] { // not one of this Repair's fixes
-			return nil // a change was queued during the pass: late, not drift
-		}
+	// No lifecycle change of this table overtakes the confirmation and
+	// the fix: the fix lands in a generation the table maintains.
+	t.indexes.drain.RLock()
+	defer t.indexes.drain.RUnlock()
+	if ok, err := v.confirm(ctx, ix, key, seen, pk, factKey, fact); !ok || err != nil {
+		return false, err
 	}
 	d := Drift{Kind: kind, Index: ix.name, PrimaryKey: decodeTupleLoose(pk)}
 	d.Key = decodeTupleLoose(key[len(ix.prefix):])
@@ -415,7 +405,7 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 		var change []byte // the key of the change record that stands for fix
 		if err := t.store.Atomicity().Allows(fix); err != nil {
 			if ix.unique {
-				return fmt.Errorf("repair of unique index %q needs a batch that holds a record and its entry: %w", ix.name, err)
+				return false, fmt.Errorf("repair of unique index %q needs a batch that holds a record and its entry: %w", ix.name, err)
 			}
 			fix = &Batch{}
 			if fact != nil {
@@ -439,16 +429,54 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 			d.Repaired = true
 			v.report.Repaired++
 		case errors.Is(err, ErrConflict):
-			return nil // a write raced with the repair and settled it
+			return false, nil // a write raced with the repair and settled it
 		default:
-			return err
+			return false, err
 		}
 	}
 	v.report.Drift[kind]++
 	if len(v.report.Samples) < v.opts.MaxSamples {
 		v.report.Samples = append(v.report.Samples, d)
 	}
-	return nil
+	return d.Repaired, nil
+}
+
+// confirm reports whether a finding still stands: the record and the entry
+// are as the check read them, no change to the record was queued since the
+// pass began, and the index is still readable in the same generation. A
+// write that raced with the check changed the record, or took the entry
+// with it; a concurrent Repair changed the entry; a lifecycle change
+// emptied the index. The caller holds the drain lock.
+func (v *verifier[T]) confirm(ctx context.Context, ix *indexTable, key, seen, pk, factKey, fact []byte) (bool, error) {
+	t := v.t
+	for _, c := range []struct{ key, value []byte }{{factKey, fact}, {key, seen}} {
+		now, err := t.store.Get(ctx, c.key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			now = nil
+		case err != nil:
+			return false, err
+		}
+		if !bytes.Equal(now, c.value) || (now == nil) != (c.value == nil) {
+			return false, nil
+		}
+	}
+	queued := append(bytes.Clone(t.queueSpace), pk...)
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued)}) {
+		if err != nil {
+			return false, err
+		}
+		if !v.queued[string(e.Key)] { // not one of this Repair's fixes
+			return false, nil // a change was queued during the pass: late, not drift
+		}
+	}
+	// Read after the entry: a disabling commits the catalog before it
+	// deletes entries, here or in another process.
+	now, c, _, err := t.readCatalog(ctx, ix.name)
+	if err != nil {
+		return false, err
+	}
+	return now.gen == ix.gen && c.state == IndexReadable, nil
 }
 
 // decodeTupleLoose decodes an encoded tuple for a report, or returns it as
@@ -483,6 +511,9 @@ func RepairTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 type toolRecord struct{}
 
 func verifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions, repair bool) (*VerifyReport, error) {
+	if err := checkArguments(ctx, store); err != nil {
+		return nil, err
+	}
 	t, skipped, err := openTool(store, info)
 	if err != nil {
 		return nil, err
@@ -519,6 +550,7 @@ func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error)
 	}
 	t := newTable[toolRecord](store, info.Name, codec, rt)
 	var skipped []string
+	var indexes []*indexTable
 	for _, ii := range info.Indexes {
 		d := ii.Definition
 		if d == nil || d.Computed {
@@ -540,8 +572,9 @@ func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error)
 			return nil, nil, fmt.Errorf("table %q: %w", info.Name, err)
 		}
 		ix.place(t.prefix, ii.Generation)
-		ix.state.Store(int32(ii.State))
-		t.indexes.indexes = append(t.indexes.indexes, ix)
+		ix.state = ii.State
+		indexes = append(indexes, ix)
 	}
+	t.indexes.view.Store(newIndexView(indexes))
 	return t, skipped, nil
 }
