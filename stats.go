@@ -23,10 +23,12 @@ import (
 // IndexUsage is what one index table has done, counted as the library runs.
 type IndexUsage struct {
 	// Reads is the number of queries (Find, FindPage, Count, Exists) that
-	// read the index.
+	// read the index. A page resumed from a cursor (Query.Cursor) is the
+	// query already counted, and counts in no other count here either,
+	// except for Returned.
 	Reads int64
 	// Returned is the number of records those queries returned (entries,
-	// for Count).
+	// for Count), over all their pages.
 	Returned int64
 	// Mutations is the number of entries that record writes put or deleted,
 	// in their own batch or later through the queue; Mutations per
@@ -62,7 +64,8 @@ type TableUsage struct {
 	// Writes is the number of record writes committed: inserts, upserts,
 	// updates and deletes.
 	Writes int64
-	// Scans is the number of queries that read the fact table.
+	// Scans is the number of queries that read the fact table; a page
+	// resumed from a cursor is the query already counted.
 	Scans int64
 	// Filters counts the scans of the fact table that filtered records
 	// (Query.Where without Index) by the fields they filtered on, the most

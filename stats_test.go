@@ -424,3 +424,63 @@ func TestReadCatalogPassesOverOtherKeys(t *testing.T) {
 	require.Len(t, tables, 1)
 	require.Equal(t, "people", tables[0].Name)
 }
+
+// TestUsageCountsAResumedPageAsTheSameQuery: a walk of many pages is one
+// query, whichever page it resumes from: one read of the index (or scan of
+// the fact table), one read key, one filter, one count of the fields it
+// names; every record it returns counts as returned.
+func TestUsageCountsAResumedPageAsTheSameQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		q    it.Query
+	}{
+		{"index", it.Query{Index: "town", Eq: it.Tuple{"T1"}, Fields: []string{"Name"}, Limit: 3}},
+		{"index, filtered", it.Query{Index: "town", Eq: it.Tuple{"T1"}, Where: map[string]any{"Score": 1}, Limit: 3}},
+		{"fact table, filtered", it.Query{Where: map[string]any{"Town": "T1"}, Limit: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tbl := openPeople(t, it.NewMemoryStore())
+			for i := range 40 {
+				_, err := tbl.Insert(ctx, person{ID: i, Name: fmt.Sprint("N", i), Town: fmt.Sprint("T", i%2), Score: 1})
+				require.NoError(t, err)
+			}
+			q, pages, got := tc.q, 0, 0
+			for {
+				page, cursor, err := tbl.FindPage(ctx, q)
+				require.NoError(t, err)
+				pages, got = pages+1, got+len(page)
+				if cursor == "" {
+					break
+				}
+				q.Cursor = cursor
+			}
+			require.Equal(t, 20, got)
+			require.Equal(t, 7, pages)
+			// The last page, resumed by Find, is the same query too.
+			drainAll(t, tbl, q)
+
+			u, err := tbl.Usage(ctx)
+			require.NoError(t, err)
+			town := u.Indexes["town"]
+			if tc.q.Index == "" {
+				assert.Equal(t, int64(1), u.Scans)
+				assert.Equal(t, []it.FilterUse{{Fields: []string{"Town"}, Scans: 1}}, u.Filters)
+				assert.Zero(t, town.Reads)
+				return
+			}
+			assert.Zero(t, u.Scans)
+			assert.Empty(t, u.Filters)
+			assert.Equal(t, int64(1), town.Reads)
+			assert.Equal(t, int64(20+2), town.Returned, "every page's records, and the resumed Find's")
+			assert.Equal(t, []it.KeyReads{{Key: it.Tuple{"T1"}, Reads: 1}}, town.ReadKeys)
+			if tc.q.Fields != nil {
+				assert.Equal(t, map[string]int64{"Name": 1}, town.FieldsRead)
+				assert.Zero(t, town.WholeReads)
+			} else {
+				assert.Nil(t, town.FieldsRead)
+				assert.Equal(t, int64(1), town.WholeReads)
+			}
+		})
+	}
+}
