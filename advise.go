@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // FindingKind is the rule of the Index Table pattern that a Finding
@@ -22,8 +23,13 @@ const (
 	LowCardinality
 	// Skewed: one key holds most entries and most queries ask for it, so
 	// they read most of the table; an index pays off on skewed data only
-	// when queries ask for the rare values. An unread index is not judged
-	// skewed: nothing says which values it would be asked for.
+	// when queries ask for the rare values. It is judged on each leading
+	// part of a composite key that queries fix (Query.Eq), by its length:
+	// on a Country, Admin1, Name index, queries that fix Country alone read
+	// most of the table when most records share one Country and they ask
+	// for it, though no whole key is common. When no query fixed a key,
+	// every part is judged. An unread index is not judged skewed: nothing
+	// says which values it would be asked for.
 	Skewed
 	// Volatile: the data changes far more often than the index is read, so
 	// keeping the index costs more than the reads it serves save. Only
@@ -32,7 +38,10 @@ const (
 	// UnindexedFilter: queries often scan the fact table filtering on the
 	// same fields (Query.Where); an index table keyed on them would answer
 	// each with a range read. The finding names the index that already
-	// leads with those fields, if one does, and no index otherwise.
+	// leads with those fields, if one does (saying why it did not answer
+	// them if it is not readable, or sparse, or multi-valued), else the
+	// index that leads with the most of them, if one does, and no index
+	// otherwise.
 	UnindexedFilter
 	// Projection: every read of a FullCopy index named the few fields it
 	// uses (Query.Fields), so a KeysOnly or Partial index would answer the
@@ -85,8 +94,8 @@ type AdviseOptions struct {
 	// select, and at least two records, for the key to be of low
 	// cardinality (default 0.05).
 	Selectivity float64
-	// Skew is the share of the entries that the most common key must hold
-	// more than for the key to be skewed (default 0.5).
+	// Skew is the share of the entries that the most common key, or key
+	// prefix, must hold more than for it to be skewed (default 0.5).
 	Skew float64
 	// Volatility is the number of entries that updates and deletes change
 	// per read at which the data is volatile (default 10).
@@ -149,79 +158,184 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		if state != IndexReadable {
 			continue // being built, or disabled: no query can read it yet
 		}
-		u := usage.Indexes[s.Index]
-		add := func(k FindingKind, format string, args ...any) {
-			out = append(out, Finding{Index: s.Index, Kind: k, Reason: fmt.Sprintf(format, args...)})
-		}
-		if u.Reads == 0 && usage.Writes >= o.MinWrites {
-			add(Unused, "no query read it in %d record writes, which wrote %d of its entries", usage.Writes, u.Mutations)
-		}
-		if s.DistinctKeys > 0 && stats.Records > 0 {
-			perKey := float64(s.Entries) / float64(s.DistinctKeys)
-			if perKey >= 2 && perKey >= o.Selectivity*float64(stats.Records) {
-				add(LowCardinality, "%d distinct keys over %d entries: an average key selects %.0f%% of the %d records",
-					s.DistinctKeys, s.Entries, 100*perKey/float64(stats.Records), stats.Records)
-			}
-		}
-		if u.Reads > 0 && s.CommonEntries > 1 && float64(s.CommonEntries) > o.Skew*float64(s.Entries) {
-			share := 100 * float64(s.CommonEntries) / float64(s.Entries)
-			common, targeted := commonReads(s.CommonKey, u.ReadKeys)
-			switch {
-			case targeted == 0:
-				add(Skewed, "key %v holds %.0f%% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones", s.CommonKey, share)
-			case common*2 >= targeted:
-				add(Skewed, "key %v holds %.0f%% of the entries, and %d of the %d queries that fixed a key asked for it", s.CommonKey, share, common, targeted)
-			}
-		}
-		if u.Reads > 0 && u.Changes > 0 && float64(u.Changes) >= o.Volatility*float64(u.Reads) {
-			add(Volatile, "updates and deletes of records changed %d of its entries for %d reads: %.0f changes a read",
-				u.Changes, u.Reads, float64(u.Changes)/float64(u.Reads))
-		}
-		if d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
-			read := slices.Sorted(maps.Keys(u.FieldsRead))
-			var extra []string // read, and not in the entry's key
-			for _, f := range read {
-				if !slices.Contains(d.PrimaryKey, f) && (d.MultiValued || !slices.Contains(d.Fields, f)) {
-					extra = append(extra, f)
-				}
-			}
-			switch {
-			case len(read) == 0:
-				add(Projection, "all %d reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records", u.Reads)
-			case len(extra) == 0:
-				add(Projection, "all %d reads named only key fields (%v): KeysOnly would answer them from its entries, with no copy of the records", u.Reads, read)
-			default:
-				add(Projection, "all %d reads named only fields among %v: Partial with Projection %v would answer them from its entries, with no whole copy of the records", u.Reads, read, extra)
-			}
-		}
+		out = append(out, indexFindings(d, s, stats.Records, usage, o)...)
 	}
 	for _, fu := range usage.Filters {
-		if fu.Scans < o.MinScans {
+		if fu.Scans >= o.MinScans {
+			out = append(out, filterFinding(table, stats.Records, fu))
+		}
+	}
+	return out
+}
+
+// indexFindings applies the rules to the index that d defines (nil when
+// not recorded) and s measures, in a table of records records.
+func indexFindings(d *IndexDefinition, s IndexStats, records int64, usage TableUsage, o AdviseOptions) []Finding {
+	var out []Finding
+	u := usage.Indexes[s.Index]
+	add := func(k FindingKind, format string, args ...any) {
+		out = append(out, Finding{Index: s.Index, Kind: k, Reason: fmt.Sprintf(format, args...)})
+	}
+	if u.Reads == 0 && usage.Writes >= o.MinWrites {
+		add(Unused, "no query read it in %d record writes, which wrote %d of its entries", usage.Writes, u.Mutations)
+	}
+	if s.DistinctKeys > 0 && records > 0 {
+		perKey := float64(s.Entries) / float64(s.DistinctKeys)
+		if perKey >= 2 && perKey >= o.Selectivity*float64(records) {
+			add(LowCardinality, "%d distinct keys over %d entries: an average key selects %.0f%% of the %d records",
+				s.DistinctKeys, s.Entries, 100*perKey/float64(records), records)
+		}
+	}
+	for _, reason := range skews(s, u, o.Skew) {
+		add(Skewed, "%s", reason)
+	}
+	if u.Reads > 0 && u.Changes > 0 && float64(u.Changes) >= o.Volatility*float64(u.Reads) {
+		add(Volatile, "updates and deletes of records changed %d of its entries for %d reads: %.0f changes a read",
+			u.Changes, u.Reads, float64(u.Changes)/float64(u.Reads))
+	}
+	if d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
+		add(Projection, "%s", projectionReason(d, u))
+	}
+	return out
+}
+
+// projectionReason says which strategy would answer the reads u of the FullCopy
+// index that d defines, every one of which named its fields.
+func projectionReason(d *IndexDefinition, u IndexUsage) string {
+	read := slices.Sorted(maps.Keys(u.FieldsRead))
+	var extra []string // read, and not in the entry's key
+	for _, f := range read {
+		if !slices.Contains(d.PrimaryKey, f) && (d.MultiValued || !slices.Contains(d.Fields, f)) {
+			extra = append(extra, f)
+		}
+	}
+	switch {
+	case len(read) == 0:
+		return fmt.Sprintf("all %d reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records", u.Reads)
+	case len(extra) == 0:
+		return fmt.Sprintf("all %d reads named only key fields (%v): KeysOnly would answer them from its entries, with no copy of the records", u.Reads, read)
+	}
+	return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v would answer them from its entries, with no whole copy of the records", u.Reads, read, extra)
+}
+
+// skews judges skew on each key prefix that the queries u fix (Query.Eq),
+// by its length: the most common prefix of that length holds more than
+// skew of the entries, and at least half of the queries that fixed a
+// prefix of that length asked for it; when no query fixed a key, on every
+// prefix length. It returns the reasons, shortest prefix first.
+func skews(s IndexStats, u IndexUsage, skew float64) []string {
+	if u.Reads == 0 || s.Entries == 0 {
+		return nil // an unread index: nothing says which values it would be asked for
+	}
+	prefixes := s.Prefixes
+	if len(prefixes) == 0 && len(s.CommonKey) > 0 { // measured without them: the whole key only
+		prefixes = make([]PrefixStats, len(s.CommonKey))
+		prefixes[len(prefixes)-1] = PrefixStats{Distinct: s.DistinctKeys, Common: s.CommonKey, CommonEntries: s.CommonEntries}
+	}
+	hits, targeted := prefixReads(prefixes, u.ReadKeys)
+	known := slices.ContainsFunc(u.ReadKeys, func(r KeyReads) bool { return len(r.Key) > 0 })
+	var out []string
+	for i, p := range prefixes {
+		if p.CommonEntries <= 1 || float64(p.CommonEntries) <= skew*float64(s.Entries) {
 			continue
 		}
-		f := Finding{Kind: UnindexedFilter}
-		var pk []string
-		for _, ii := range table.Indexes {
-			d := ii.Definition
-			if d == nil {
-				continue
-			}
-			pk = d.PrimaryKey
-			// A sparse index lacks the records whose fields are zero.
-			if ii.State == IndexReadable && !d.Sparse && !d.MultiValued && leadsWith(d.Fields, fu.Fields) {
-				f.Index = ii.Name
-				break
-			}
-		}
+		what, fixed := "key prefix", "its first component"
 		switch {
-		case f.Index != "":
-			f.Reason = fmt.Sprintf("%d scans of the fact table filtered on %v, which this index leads with: query it instead", fu.Scans, fu.Fields)
-		case leadsWith(pk, fu.Fields):
-			f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which the primary key leads with: query the fact table by Eq instead", fu.Scans, stats.Records, fu.Fields)
-		default:
-			f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v: an index on them would answer each with a range", fu.Scans, stats.Records, fu.Fields)
+		case i == len(prefixes)-1:
+			what, fixed = "key", "a key"
+		case i > 0:
+			fixed = fmt.Sprintf("its first %d components", i+1)
 		}
-		out = append(out, f)
+		held := fmt.Sprintf("%s %v holds %.0f%% of the entries", what, p.Common, 100*float64(p.CommonEntries)/float64(s.Entries))
+		switch {
+		case !known:
+			out = append(out, held+", and no query fixed a key, so it is not known whether queries ask for the rare ones")
+		case targeted[i] > 0 && hits[i]*2 >= targeted[i]:
+			out = append(out, fmt.Sprintf("%s, and %d of the %d queries that fixed %s asked for it", held, hits[i], targeted[i], fixed))
+		}
+	}
+	return out
+}
+
+// prefixReads returns, by prefix length (less one), how many of reads
+// fixed a prefix of that length, and how many of those asked for the most
+// common prefix of prefixes.
+func prefixReads(prefixes []PrefixStats, reads []KeyReads) (hits, targeted []int64) {
+	hits, targeted = make([]int64, len(prefixes)), make([]int64, len(prefixes))
+	common := make([][]byte, len(prefixes))
+	for i, p := range prefixes {
+		common[i] = mustEncode(p.Common)
+	}
+	for _, r := range reads {
+		i := len(r.Key) - 1
+		if i < 0 || i >= len(prefixes) {
+			continue // a scan of the whole index asks for no key
+		}
+		targeted[i] += r.Reads
+		if bytes.Equal(mustEncode(r.Key), common[i]) {
+			hits[i] += r.Reads
+		}
+	}
+	return hits, targeted
+}
+
+// filterFinding says what would answer the scans of the fact table that
+// fu counts better: the index that leads with the fields filtered on; the
+// primary key, if it does; an index that leads with them but does not
+// answer for every record, and why; one that leads with some of them; or,
+// failing those, a new index on them.
+func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
+	f := Finding{Kind: UnindexedFilter}
+	var pk, some []string
+	var near, nearBy string // an index that leads with the fields, and what it lacks
+	for _, ii := range table.Indexes {
+		d := ii.Definition
+		if d == nil {
+			continue
+		}
+		pk = d.PrimaryKey
+		lacks := shortfalls(ii)
+		switch n := leading(d.Fields, fu.Fields); {
+		case n == len(fu.Fields) && len(lacks) == 0:
+			f.Index = ii.Name
+			f.Reason = fmt.Sprintf("%d scans of the fact table filtered on %v, which this index leads with: query it instead", fu.Scans, fu.Fields)
+			return f
+		case n == len(fu.Fields) && near == "":
+			near, nearBy = ii.Name, strings.Join(lacks, ", and ")
+		case n > len(some) && n < len(fu.Fields) && len(lacks) == 0:
+			f.Index, some = ii.Name, d.Fields[:n]
+		}
+	}
+	switch {
+	case leading(pk, fu.Fields) == len(fu.Fields):
+		f.Index = ""
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which the primary key leads with: query the fact table by Eq instead", fu.Scans, records, fu.Fields)
+	case near != "":
+		f.Index = near
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which this index leads with, but %s", fu.Scans, records, fu.Fields, nearBy)
+	case f.Index != "":
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, of which this index leads with %v: query it by Eq on those, with the rest in Where, before adding an index on them all", fu.Scans, records, fu.Fields, some)
+	default:
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v: an index on them would answer each with a range", fu.Scans, records, fu.Fields)
+	}
+	return f
+}
+
+// shortfalls says why the index ii does not answer, for every record, a
+// query that fixes the fields it leads with: none when it does.
+func shortfalls(ii IndexInfo) []string {
+	var out []string
+	switch ii.State {
+	case IndexWriteOnly:
+		out = append(out, "it is still being built: query it once it is readable")
+	case IndexDisabled:
+		out = append(out, "it is disabled: enable it (EnableIndex) rather than add another")
+	}
+	if ii.Definition.Sparse {
+		out = append(out, "it is sparse: it leaves out the records with a zero value in any of its key fields")
+	}
+	if ii.Definition.MultiValued {
+		out = append(out, "it is multi-valued: it holds a record once for each element of its slice fields, and not at all when one is empty")
 	}
 	return out
 }
@@ -237,32 +351,12 @@ func definition(table TableInfo, name string) (*IndexDefinition, IndexState) {
 	return nil, 0
 }
 
-// leadsWith reports whether the first len(set) of fields are the names of
-// set, in any order.
-func leadsWith(fields, set []string) bool {
-	if len(fields) < len(set) {
-		return false
+// leading returns how many of the first fields are names of set: all of
+// set when fields lead with set, in any order.
+func leading(fields, set []string) int {
+	n := 0
+	for n < len(fields) && n < len(set) && slices.Contains(set, fields[n]) {
+		n++
 	}
-	for _, name := range fields[:len(set)] {
-		if !slices.Contains(set, name) {
-			return false
-		}
-	}
-	return true
-}
-
-// commonReads returns how many of the reads that fixed a key asked for a
-// prefix of common, and how many reads fixed a key.
-func commonReads(common Tuple, reads []KeyReads) (hit, targeted int64) {
-	c := mustEncode(common)
-	for _, r := range reads {
-		if len(r.Key) == 0 {
-			continue // a scan of the whole index asks for no key
-		}
-		targeted += r.Reads
-		if bytes.HasPrefix(c, mustEncode(r.Key)) {
-			hit += r.Reads
-		}
-	}
-	return hit, targeted
+	return n
 }

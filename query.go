@@ -418,10 +418,15 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		return err
 	}
 	ix := rd.plan.ix
+	// A page resumed from a cursor is the query already counted; only its
+	// records are counted (as returned).
+	resumed := q.Cursor != ""
 	if ix == nil {
-		t.scans.Add(1)
-		if rd.plan.filter != "" {
-			t.noteFilter(rd.plan.filter)
+		if !resumed {
+			t.scans.Add(1)
+			if rd.plan.filter != "" {
+				t.noteFilter(rd.plan.filter)
+			}
 		}
 		return nil
 	}
@@ -434,8 +439,10 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		return t.prepare(ctx, q, rd)
 	}
 	rd.plan.ix = ix
-	ix.use.noteRead(rd.plan.eq)
-	ix.use.noteFields(fieldsNeeded(q, ix, rd.counting))
+	if !resumed {
+		ix.use.noteRead(rd.plan.eq)
+		ix.use.noteFields(fieldsNeeded(q, ix, rd.counting))
+	}
 	// A normalized or partial read checks every record anyway.
 	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
 		// An intra-partition read of one partition needs only its queue.

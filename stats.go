@@ -17,16 +17,18 @@ import (
 // costs every write and the space it takes. A table counts, as it runs,
 // what each index does (Usage: reads, records returned, entries written),
 // and measures on demand what each holds (Stats: entries, distinct keys,
-// the most common key, bytes against the fact table's). Advise turns both
-// into findings.
+// the most common key and key prefixes, bytes against the fact table's).
+// Advise turns both into findings.
 
 // IndexUsage is what one index table has done, counted as the library runs.
 type IndexUsage struct {
 	// Reads is the number of queries (Find, FindPage, Count, Exists) that
-	// read the index.
+	// read the index. A page resumed from a cursor (Query.Cursor) is the
+	// query already counted, and counts in no other count here either,
+	// except for Returned.
 	Reads int64
 	// Returned is the number of records those queries returned (entries,
-	// for Count).
+	// for Count), over all their pages.
 	Returned int64
 	// Mutations is the number of entries that record writes put or deleted,
 	// in their own batch or later through the queue; Mutations per
@@ -62,7 +64,8 @@ type TableUsage struct {
 	// Writes is the number of record writes committed: inserts, upserts,
 	// updates and deletes.
 	Writes int64
-	// Scans is the number of queries that read the fact table.
+	// Scans is the number of queries that read the fact table; a page
+	// resumed from a cursor is the query already counted.
 	Scans int64
 	// Filters counts the scans of the fact table that filtered records
 	// (Query.Where without Index) by the fields they filtered on, the most
@@ -645,6 +648,24 @@ type IndexStats struct {
 	CommonEntries int64
 	// Bytes is the size of the entries' keys and values.
 	Bytes int64
+	// Prefixes measures the same for each leading part of the key, which a
+	// query that fixes only its first components (Query.Eq) reads in
+	// whole: Prefixes[0] for the first component, Prefixes[1] for the
+	// first two, and so on to the whole key (the longest, for a Key func
+	// whose tuples differ in length).
+	Prefixes []PrefixStats `json:",omitempty"`
+}
+
+// PrefixStats is what an index's entries hold of the prefixes of one
+// length of their keys (see IndexStats.Prefixes), among the entries whose
+// key is that long or longer.
+type PrefixStats struct {
+	// Distinct is the number of distinct prefixes.
+	Distinct int64
+	// Common is the prefix with the most entries, CommonEntries their
+	// number: what a query that fixes it reads.
+	Common        Tuple
+	CommonEntries int64
 }
 
 // TableStats is what a table and its index tables hold.
@@ -659,8 +680,9 @@ type TableStats struct {
 
 // Stats measures the table and its maintained indexes by scanning each once:
 // it reads every key the table has, so it costs what a full scan costs, and
-// holds only one key at a time in memory. Entries of an eventual index that
-// its maintainers have not applied yet are not counted.
+// holds only one key at a time in memory (and the most common key prefix
+// of each length). Entries of an eventual index that its maintainers have
+// not applied yet are not counted.
 func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
 	if err := checkContext(ctx); err != nil {
 		return TableStats{}, err
@@ -712,9 +734,11 @@ func measure(ctx context.Context, store Store, table string, factSpace []byte, i
 }
 
 // indexStats scans ix. Entries come in key order, so the entries of one key
-// are consecutive: counting runs finds the distinct keys and the most common.
+// are consecutive, as are those of one key prefix: counting runs finds the
+// distinct keys and prefixes, and the most common.
 func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (IndexStats, error) {
 	s := IndexStats{Index: ix.name}
+	var prefixes prefixRuns
 	var run, common []byte // the current run's key, the most common key
 	var n int64            // entries in the current run
 	end := func() {
@@ -736,6 +760,9 @@ func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (
 		}
 		s.Entries++
 		s.Bytes += int64(len(e.Key) + len(e.Value))
+		if err := prefixes.add(key); err != nil {
+			return IndexStats{}, fmt.Errorf("index %q: %w", ix.name, err)
+		}
 		if s.Entries > 1 && bytes.Equal(key, run) {
 			n++
 			continue
@@ -750,6 +777,78 @@ func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (
 		if s.CommonKey, err = DecodeTuple(common); err != nil {
 			return IndexStats{}, fmt.Errorf("%w: index %q: %w", ErrMalformedKey, ix.name, err)
 		}
+		if s.Prefixes, err = prefixes.finish(); err != nil {
+			return IndexStats{}, fmt.Errorf("index %q: %w", ix.name, err)
+		}
 	}
 	return s, nil
+}
+
+// prefixRuns counts the runs of equal prefixes, of each length, of keys
+// that come in order, holding only the last key, the most common prefix of
+// each length and a counter for each; the zero value is ready.
+type prefixRuns struct {
+	stats      []PrefixStats
+	common     [][]byte // the most common prefix of each length, encoded
+	n          []int64  // entries in the current run of each length; 0 for none
+	last       []byte   // the last key added
+	ends, next []int    // where each element of the last key ends; scratch
+}
+
+// add counts key, an encoded tuple that sorts at or after the last one.
+func (p *prefixRuns) add(key []byte) error {
+	ends := p.next[:0]
+	for off := 0; off < len(key); {
+		n, err := ElementLen(key[off:])
+		if err != nil {
+			return err
+		}
+		off += n
+		ends = append(ends, off)
+	}
+	// The leading elements it shares with the last key continue their runs.
+	shared, start := 0, 0
+	for shared < min(len(ends), len(p.ends)) && ends[shared] == p.ends[shared] &&
+		bytes.Equal(key[start:ends[shared]], p.last[start:ends[shared]]) {
+		start = ends[shared]
+		shared++
+	}
+	for i := shared; i < len(p.n); i++ {
+		p.end(i)
+	}
+	for len(p.n) < len(ends) {
+		p.n, p.stats, p.common = append(p.n, 0), append(p.stats, PrefixStats{}), append(p.common, nil)
+	}
+	for i := range ends {
+		if i >= shared {
+			p.stats[i].Distinct++
+		}
+		p.n[i]++
+	}
+	p.last = append(p.last[:0], key...)
+	p.ends, p.next = ends, p.ends
+	return nil
+}
+
+// end ends the current run of the prefixes of i+1 elements.
+func (p *prefixRuns) end(i int) {
+	if p.n[i] > p.stats[i].CommonEntries {
+		p.stats[i].CommonEntries = p.n[i]
+		p.common[i] = append(p.common[i][:0], p.last[:p.ends[i]]...)
+	}
+	p.n[i] = 0
+}
+
+// finish ends the runs, and returns the stats of each prefix length.
+func (p *prefixRuns) finish() ([]PrefixStats, error) {
+	for i := range p.n {
+		p.end(i)
+	}
+	for i := range p.stats {
+		var err error
+		if p.stats[i].Common, err = DecodeTuple(p.common[i]); err != nil {
+			return nil, err
+		}
+	}
+	return p.stats, nil
 }

@@ -1,7 +1,11 @@
 package indextable
 
 import (
+	"bytes"
+	"context"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzStoredUsage checks that usage totals decode as they were encoded,
@@ -31,4 +35,22 @@ func FuzzStoredUsage(f *testing.F) {
 		}
 		_, _ = decodeStoredUsage(raw)
 	})
+}
+
+// TestIndexStatsRefusesMalformedKeys: an entry key that is no tuple stops
+// the measure with ErrMalformedKey, naming the index, and panics nothing.
+func TestIndexStatsRefusesMalformedKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, tail := range [][]byte{{0x03}, {0x02, 'a'}, append(appendString(nil, "ok"), 0x15)} {
+		s := NewMemoryStore()
+		ix := &indexTable{name: "u", unique: true}
+		ix.place(appendString(nil, "t"), 1)
+		var b Batch
+		b.Put(append(appendString(bytes.Clone(ix.prefix), "fine"), appendString(nil, "x")...), []byte{0})
+		b.Put(append(bytes.Clone(ix.prefix), tail...), []byte{0})
+		require.NoError(t, s.Apply(ctx, &b))
+		_, err := indexStats(ctx, s, ix, 1)
+		require.ErrorIs(t, err, ErrMalformedKey, "%x", tail)
+		require.ErrorContains(t, err, `index "u"`)
+	}
 }

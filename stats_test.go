@@ -424,3 +424,138 @@ func TestReadCatalogPassesOverOtherKeys(t *testing.T) {
 	require.Len(t, tables, 1)
 	require.Equal(t, "people", tables[0].Name)
 }
+
+// TestUsageCountsAResumedPageAsTheSameQuery: a walk of many pages is one
+// query, whichever page it resumes from: one read of the index (or scan of
+// the fact table), one read key, one filter, one count of the fields it
+// names; every record it returns counts as returned.
+func TestUsageCountsAResumedPageAsTheSameQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		q    it.Query
+	}{
+		{"index", it.Query{Index: "town", Eq: it.Tuple{"T1"}, Fields: []string{"Name"}, Limit: 3}},
+		{"index, filtered", it.Query{Index: "town", Eq: it.Tuple{"T1"}, Where: map[string]any{"Score": 1}, Limit: 3}},
+		{"fact table, filtered", it.Query{Where: map[string]any{"Town": "T1"}, Limit: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tbl := openPeople(t, it.NewMemoryStore())
+			for i := range 40 {
+				_, err := tbl.Insert(ctx, person{ID: i, Name: fmt.Sprint("N", i), Town: fmt.Sprint("T", i%2), Score: 1})
+				require.NoError(t, err)
+			}
+			q, pages, got := tc.q, 0, 0
+			for {
+				page, cursor, err := tbl.FindPage(ctx, q)
+				require.NoError(t, err)
+				pages, got = pages+1, got+len(page)
+				if cursor == "" {
+					break
+				}
+				q.Cursor = cursor
+			}
+			require.Equal(t, 20, got)
+			require.Equal(t, 7, pages)
+			// The last page, resumed by Find, is the same query too.
+			drainAll(t, tbl, q)
+
+			u, err := tbl.Usage(ctx)
+			require.NoError(t, err)
+			town := u.Indexes["town"]
+			if tc.q.Index == "" {
+				assert.Equal(t, int64(1), u.Scans)
+				assert.Equal(t, []it.FilterUse{{Fields: []string{"Town"}, Scans: 1}}, u.Filters)
+				assert.Zero(t, town.Reads)
+				return
+			}
+			assert.Zero(t, u.Scans)
+			assert.Empty(t, u.Filters)
+			assert.Equal(t, int64(1), town.Reads)
+			assert.Equal(t, int64(20+2), town.Returned, "every page's records, and the resumed Find's")
+			assert.Equal(t, []it.KeyReads{{Key: it.Tuple{"T1"}, Reads: 1}}, town.ReadKeys)
+			if tc.q.Fields != nil {
+				assert.Equal(t, map[string]int64{"Name": 1}, town.FieldsRead)
+				assert.Zero(t, town.WholeReads)
+			} else {
+				assert.Nil(t, town.FieldsRead)
+				assert.Equal(t, int64(1), town.WholeReads)
+			}
+		})
+	}
+}
+
+// place is the record of the key prefix tests: a composite key whose
+// leading Country is skewed while the whole key is not.
+type place struct {
+	ID                    int
+	Country, Admin1, Name string
+	Tags                  []string
+}
+
+// openPlaces opens a table of 100 places: 90 in US (60 of them in CA, 30
+// in WA), and one in each of C0 to C9 (in A); every name is unique. Each
+// has the tags "all" and one of "t0", "t1", "t2".
+func openPlaces(t testing.TB, s it.Store) *it.Table[place] {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, s, it.Schema[place]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[place]{
+		{Name: "place", Fields: []string{"Country", "Admin1", "Name"}, Strategy: it.KeysOnly},
+		{Name: "unique_place", Fields: []string{"Country", "Admin1", "Name"}, Unique: true, Strategy: it.KeysOnly},
+		{Name: "country_tags", Fields: []string{"Country", "Tags"}, MultiValued: true, Strategy: it.KeysOnly},
+		{Name: "name", Fields: []string{"Name"}, Strategy: it.KeysOnly},
+	}})
+	require.NoError(t, err)
+	for i := range 100 {
+		p := place{ID: i, Country: "US", Admin1: "CA", Name: fmt.Sprint("N", i), Tags: []string{"all", fmt.Sprint("t", i%3)}}
+		switch {
+		case i >= 90:
+			p.Country, p.Admin1 = fmt.Sprint("C", i-90), "A"
+		case i >= 60:
+			p.Admin1 = "WA"
+		}
+		_, err := tbl.Insert(ctx, p)
+		require.NoError(t, err)
+	}
+	return tbl
+}
+
+// TestStatsMeasuresEachKeyPrefix: the scan of an index measures, for each
+// leading part of its key that a query may fix, the distinct values and
+// the most common one, whether the key is unique, composite or
+// multi-valued.
+func TestStatsMeasuresEachKeyPrefix(t *testing.T) {
+	ctx := context.Background()
+	store := it.NewMemoryStore()
+	tbl := openPlaces(t, store)
+	s, err := tbl.Stats(ctx)
+	require.NoError(t, err)
+	byName := map[string]it.IndexStats{}
+	for _, ix := range s.Indexes {
+		byName[ix.Index] = ix
+	}
+	want := []it.PrefixStats{
+		{Distinct: 11, Common: it.Tuple{"US"}, CommonEntries: 90},
+		{Distinct: 12, Common: it.Tuple{"US", "CA"}, CommonEntries: 60},
+		{Distinct: 100, Common: it.Tuple{"C0", "A", "N90"}, CommonEntries: 1},
+	}
+	for _, name := range []string{"place", "unique_place"} {
+		ix := byName[name]
+		assert.Equal(t, want, ix.Prefixes, name)
+		assert.Equal(t, want[2].Common, ix.CommonKey, "the whole key is the longest prefix")
+		assert.Equal(t, int64(100), ix.DistinctKeys)
+	}
+	assert.Equal(t, []it.PrefixStats{
+		{Distinct: 11, Common: it.Tuple{"US"}, CommonEntries: 180},
+		{Distinct: 24, Common: it.Tuple{"US", "all"}, CommonEntries: 90},
+	}, byName["country_tags"].Prefixes, "one entry a value")
+	assert.Equal(t, []it.PrefixStats{{Distinct: 100, Common: it.Tuple{"N0"}, CommonEntries: 1}}, byName["name"].Prefixes)
+
+	tables, err := it.ReadCatalog(ctx, store)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	tool, err := it.StatsOf(ctx, store, tables[0])
+	require.NoError(t, err)
+	slices.SortFunc(s.Indexes, func(a, b it.IndexStats) int { return strings.Compare(a.Index, b.Index) })
+	require.Equal(t, s, tool, "a tool measures the same")
+}

@@ -1,0 +1,196 @@
+package indextable_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+)
+
+// findingsOf returns the findings about index, and those of no index when
+// index is empty.
+func findingsOf(findings []it.Finding, index string) []it.Finding {
+	var out []it.Finding
+	for _, f := range findings {
+		if f.Index == index {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestAdviseJudgesSkewOnEachKeyPrefix: on a Country, Admin1, Name index
+// whose whole key is unique, a query that fixes only Country reads 90% of
+// the entries when it asks for US: skew is judged on each prefix length
+// that queries fix, at the values they ask for, and on every prefix when
+// no query fixed a key.
+func TestAdviseJudgesSkewOnEachKeyPrefix(t *testing.T) {
+	const (
+		us   = "key prefix [US] holds 90%% of the entries, and %d of the %d queries that fixed its first component asked for it"
+		usCA = "key prefix [US CA] holds 60%% of the entries, and %d of the %d queries that fixed its first 2 components asked for it"
+	)
+	for _, tc := range []struct {
+		name  string
+		reads func(i int) it.Tuple // the Eq of the i-th of 100 queries
+		want  []string
+	}{
+		{"the common leading value", func(int) it.Tuple { return it.Tuple{"US"} }, []string{fmt.Sprintf(us, 100, 100)}},
+		{"rare leading values", func(i int) it.Tuple { return it.Tuple{fmt.Sprint("C", i%10)} }, nil},
+		{"mostly rare leading values", func(i int) it.Tuple {
+			if i%3 == 0 {
+				return it.Tuple{"US"}
+			}
+			return it.Tuple{fmt.Sprint("C", i%10)}
+		}, nil},
+		{"two common prefixes", func(i int) it.Tuple {
+			if i%2 == 0 {
+				return it.Tuple{"US"}
+			}
+			return it.Tuple{"US", "CA"}
+		}, []string{fmt.Sprintf(us, 50, 50), fmt.Sprintf(usCA, 50, 50)}},
+		{"common country, rare regions", func(i int) it.Tuple {
+			if i < 20 {
+				return it.Tuple{"US"}
+			}
+			return it.Tuple{fmt.Sprint("C", i%10), "A"}
+		}, []string{fmt.Sprintf(us, 20, 20)}},
+		{"whole keys", func(i int) it.Tuple { return it.Tuple{"US", "CA", fmt.Sprint("N", i%60)} }, nil},
+		{"no key fixed", func(int) it.Tuple { return nil }, []string{
+			"key prefix [US] holds 90% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones",
+			"key prefix [US CA] holds 60% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tbl := openPlaces(t, it.NewMemoryStore())
+			for i := range 100 {
+				drainAll(t, tbl, it.Query{Index: "place", Eq: tc.reads(i), Limit: 1})
+			}
+			findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+			require.NoError(t, err)
+			var got []string
+			for _, f := range findingsOf(findings, "place") {
+				require.Equal(t, it.Skewed, f.Kind, f.Reason)
+				got = append(got, f.Reason)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestFindingsJudgeTheWholeKeyWithoutPrefixStats: stats measured without
+// Prefixes (by hand, or by a tool of an earlier version) are judged on the
+// whole key, as before.
+func TestFindingsJudgeTheWholeKeyWithoutPrefixStats(t *testing.T) {
+	table := it.TableInfo{Name: "t", Indexes: []it.IndexInfo{{IndexStatus: it.IndexStatus{Name: "town", State: it.IndexReadable}}}}
+	stats := it.TableStats{Records: 1000, Indexes: []it.IndexStats{{Index: "town", Entries: 1000, DistinctKeys: 500, CommonKey: it.Tuple{"Redmond"}, CommonEntries: 501}}}
+	usage := it.TableUsage{Indexes: map[string]it.IndexUsage{"town": {Reads: 10, ReadKeys: []it.KeyReads{{Key: it.Tuple{"Redmond"}, Reads: 6}, {Key: it.Tuple{"Bellevue"}, Reads: 4}}}}}
+	assert.Equal(t, []it.Finding{{Index: "town", Kind: it.Skewed, Reason: "key [Redmond] holds 50% of the entries, and 6 of the 10 queries that fixed a key asked for it"}},
+		it.Findings(table, stats, usage, it.AdviseOptions{}))
+}
+
+// shop is the record of the filter advice tests.
+type shop struct {
+	ID     int
+	Town   string
+	Email  string
+	Active bool
+	Tags   []string
+}
+
+// TestAdviseNamesTheIndexThatLeadsWithTheFieldsFiltered: the scans that
+// filter on fields an index leads with point at that index, whatever keeps
+// them from using it, and an index that leads with some of the fields is
+// named before a new one is proposed; a walk of many pages is one scan.
+func TestAdviseNamesTheIndexThatLeadsWithTheFieldsFiltered(t *testing.T) {
+	townEmail := []it.Index[shop]{{Name: "town_email", Fields: []string{"Town", "Email"}}}
+	town, townActive := map[string]any{"Town": "T1"}, map[string]any{"Town": "T1", "Active": true}
+	finding := func(index, reason string) []it.Finding {
+		return []it.Finding{{Index: index, Kind: it.UnindexedFilter, Reason: reason}}
+	}
+	const scans = "100 scans of the 100 records filtered on [Town], which this index leads with, but "
+	for _, tc := range []struct {
+		name   string
+		before []it.Index[shop] // built with the records
+		after  []it.Index[shop] // added over them, and built when build is set
+		build  bool
+		where  map[string]any
+		pages  bool // one walk of 100 pages, not 100 queries
+		want   []it.Finding
+	}{
+		{"readable", townEmail, nil, false, town, false,
+			finding("town_email", "100 scans of the fact table filtered on [Town], which this index leads with: query it instead")},
+		{"being built", nil, townEmail, false, town, false,
+			finding("town_email", scans+"it is still being built: query it once it is readable")},
+		{"sparse", nil, []it.Index[shop]{{Name: "town", Fields: []string{"Town"}, Sparse: true}}, true, town, false,
+			finding("town", scans+"it is sparse: it leaves out the records with a zero value in any of its key fields")},
+		{"multi-valued", nil, []it.Index[shop]{{Name: "town_tags", Fields: []string{"Town", "Tags"}, MultiValued: true}}, true, town, false,
+			finding("town_tags", scans+"it is multi-valued: it holds a record once for each element of its slice fields, and not at all when one is empty")},
+		{"leads with some", townEmail, nil, false, townActive, false,
+			finding("town_email", "100 scans of the 100 records filtered on [Active Town], of which this index leads with [Town]: query it by Eq on those, with the rest in Where, before adding an index on them all")},
+		{"leads with none", townEmail, nil, false, map[string]any{"Email": "1@x", "Active": true}, false,
+			finding("", "100 scans of the 100 records filtered on [Active Email]: an index on them would answer each with a range")},
+		{"one walk of 100 pages", nil, nil, false, town, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := it.NewMemoryStore()
+			schema := it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: tc.before}
+			tbl, err := it.Open(ctx, s, schema)
+			require.NoError(t, err)
+			for i := range 100 {
+				_, err := tbl.Insert(ctx, shop{ID: i, Town: fmt.Sprint("T", i%2), Email: fmt.Sprint(i, "@x"), Active: true, Tags: []string{"a"}})
+				require.NoError(t, err)
+			}
+			if tc.after != nil { // a new index over records starts write-only
+				schema.Indexes = append(tc.before, tc.after...)
+				tbl, err = it.Open(ctx, s, schema)
+				require.NoError(t, err)
+				if tc.build {
+					require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+				}
+			}
+			q := it.Query{Where: tc.where, Limit: 1}
+			for range 100 {
+				page, cursor, err := tbl.FindPage(ctx, q)
+				require.NoError(t, err)
+				require.Len(t, page, 1)
+				if tc.pages {
+					q.Cursor = cursor
+				}
+			}
+			assert.Equal(t, tc.want, filterFindings(t, tbl))
+		})
+	}
+	t.Run("disabled", func(t *testing.T) {
+		ctx := context.Background()
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: townEmail})
+		require.NoError(t, err)
+		_, err = tbl.Insert(ctx, shop{ID: 1, Town: "T1"})
+		require.NoError(t, err)
+		require.NoError(t, tbl.DisableIndex(ctx, "town_email"))
+		for range 100 {
+			drainAll(t, tbl, it.Query{Where: town})
+		}
+		assert.Equal(t, finding("town_email", "100 scans of the 1 records filtered on [Town], which this index leads with, but it is disabled: enable it (EnableIndex) rather than add another"),
+			filterFindings(t, tbl))
+	})
+}
+
+// filterFindings returns the UnindexedFilter findings of Advise on tbl.
+func filterFindings[T any](t *testing.T, tbl *it.Table[T]) []it.Finding {
+	t.Helper()
+	findings, err := tbl.Advise(context.Background(), it.AdviseOptions{})
+	require.NoError(t, err)
+	var out []it.Finding
+	for _, f := range findings {
+		if f.Kind == it.UnindexedFilter {
+			out = append(out, f)
+		}
+	}
+	return out
+}
