@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -342,10 +343,14 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	// Read one record past the page, to know whether a cursor is needed.
+	// Read one record past the page, to know whether a cursor is needed;
+	// past a page of math.MaxInt records, none can follow.
 	limit := q.Limit
-	q.Limit++
-	page := make([]T, 0, min(q.Limit, fetchChunk))
+	q.Limit = 0
+	if limit < math.MaxInt {
+		q.Limit = limit + 1
+	}
+	page := make([]T, 0, min(limit, fetchChunk))
 	var keys [2][]byte // the entry keys of the last two records read
 	t.read(ctx, rd, q, func(key []byte) {
 		keys[0], keys[1] = keys[1], append(keys[0][:0], key...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -484,7 +485,7 @@ func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, e
 		}
 		return func(yield func(Entry, error) bool) {
 			limit, sr := r.Limit, r // r stays as it is, for the next range over it
-			if limit > 0 {
+			if limit > 0 && limit < math.MaxInt {
 				sr.Limit++ // one more, in case one is the layout record
 			}
 			n := 0
