@@ -852,17 +852,18 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // decodeFields decodes consecutive tuple elements from b[off:] into the
-// fields of rv, skipping multi-valued fields and fields behind a nil
-// embedded pointer, and returns the offset after them.
+// fields of rv, setting the nil embedded pointers on their way (a record
+// has an entry only with its key fields reachable), and returns the offset
+// after them. Multi-valued fields are skipped.
 func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field) (int, error) {
 	for i := range fields {
 		f := &fields[i]
-		fv, err := rv.FieldByIndexErr(f.index)
 		var n int
-		if err != nil || f.multi {
+		var err error
+		if f.multi {
 			n, err = elemLen(b, off)
 		} else {
-			n, err = decodeKeyInto(s, b, off, fv)
+			n, err = decodeKeyInto(s, b, off, f.settable(rv))
 		}
 		if err != nil {
 			return 0, err
