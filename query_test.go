@@ -2,10 +2,15 @@ package indextable_test
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -278,4 +283,550 @@ func TestCoveredReadsThroughAnUnexportedEmbeddedPointer(t *testing.T) {
 		}
 		assert.Equal(t, want, got, "query %+v", q)
 	}
+}
+
+// FuzzPlace is embedded in fuzzRec through a pointer, nil in some records.
+type FuzzPlace struct{ City string }
+
+// fuzzRec has a field of every key type, a pointer, a slice and an
+// embedded pointer.
+type fuzzRec struct {
+	ID    int
+	Name  string
+	Town  string
+	Tags  []string
+	Email string
+	Score int64
+	Ratio float64
+	Small float32
+	When  time.Time
+	Data  []byte
+	Flag  bool
+	Opt   *int
+	U     uint64
+	*FuzzPlace
+}
+
+// fuzzName and fuzzInt are named key types, for query values.
+type (
+	fuzzName string
+	fuzzInt  int16
+)
+
+// fuzzIndexes are the indexes FuzzQuery reads: the key fields of each
+// (nil for a computed key) and the fields its entries hold besides the
+// primary key (nil: whole records). "late" is added after the records, so
+// it is write-only.
+var fuzzIndexes = []struct {
+	name         string
+	fields, held []string
+}{
+	{"", []string{"ID"}, nil},
+	{"town_name", []string{"Town", "Name"}, nil},
+	{"town", []string{"Town"}, []string{"Town"}},
+	{"name", []string{"Name"}, []string{"Name", "Score", "Tags", "City"}},
+	{"tags", []string{"Tags"}, []string{"Name"}},
+	{"email", []string{"Email"}, []string{"Email"}},
+	{"score_mod", nil, nil},
+	{"ratio", []string{"Ratio", "Small"}, []string{"Ratio", "Small"}},
+	{"when", []string{"When", "Flag"}, nil},
+	{"data", []string{"Data", "U"}, []string{"Data", "U", "Opt", "When"}},
+	{"opt", []string{"Opt"}, []string{"Opt"}},
+	{"city", []string{"City"}, []string{"City", "Town"}},
+	{"lazy", []string{"Name", "Town"}, nil},
+	{"late", []string{"Town"}, []string{"Town"}},
+	{"nope", []string{"Town"}, nil},
+}
+
+// fuzzFields are the field names FuzzQuery puts in Fields and Where.
+var fuzzFields = []string{"ID", "Name", "Town", "Tags", "Email", "Score", "Ratio", "Small", "When", "Data", "Flag", "Opt", "U", "City", "FuzzPlace", "Nope"}
+
+func fuzzSchema(late bool) []it.Index[fuzzRec] {
+	ixs := []it.Index[fuzzRec]{
+		{Name: "town_name", Fields: []string{"Town", "Name"}, Strategy: it.FullCopy},
+		{Name: "town", Fields: []string{"Town"}},
+		{Name: "name", Fields: []string{"Name"}, Strategy: it.Partial, Projection: []string{"Score", "Tags", "City"}, Sparse: true},
+		{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.Partial, Projection: []string{"Name"}},
+		{Name: "email", Fields: []string{"Email"}, Unique: true, Sparse: true},
+		{Name: "score_mod", Key: func(r fuzzRec) []it.Tuple {
+			if r.Score < 0 {
+				return nil
+			}
+			return []it.Tuple{{r.Score % 3, r.Town}}
+		}, Strategy: it.FullCopy},
+		{Name: "ratio", Fields: []string{"Ratio", "Small"}},
+		{Name: "when", Fields: []string{"When", "Flag"}, Strategy: it.FullCopy},
+		{Name: "data", Fields: []string{"Data", "U"}, Strategy: it.Partial, Projection: []string{"Opt", "When"}},
+		{Name: "opt", Fields: []string{"Opt"}},
+		{Name: "city", Fields: []string{"City"}, Strategy: it.Partial, Projection: []string{"Town"}},
+		{Name: "lazy", Fields: []string{"Name", "Town"}, Strategy: it.FullCopy, Consistency: it.Eventual},
+	}
+	if late {
+		ixs = append(ixs, it.Index[fuzzRec]{Name: "late", Fields: []string{"Town"}})
+	}
+	return ixs
+}
+
+// fuzzRecord returns record id, its fields drawn from small sets, with
+// extremes, so that records share keys. A JSON table gets no NaN or
+// infinity, which JSON cannot encode, and a sharded one no email, which a
+// unique index over shards cannot check.
+func fuzzRecord(r *rand.Rand, id int, json, sharded bool) fuzzRec {
+	pick := func(n int) int { return r.IntN(n) }
+	ratios := []float64{-math.MaxFloat64, -1.5, math.Copysign(0, -1), 0, 1.5, math.SmallestNonzeroFloat64, math.Inf(1), math.Inf(-1), math.NaN()}
+	if json {
+		ratios = ratios[:6]
+	}
+	rec := fuzzRec{
+		ID:    id,
+		Name:  []string{"", "Ann", "Bob", "Bob\x00", "\xff"}[pick(5)],
+		Town:  []string{"", "R", "S", "S\x00x"}[pick(4)],
+		Score: []int64{math.MinInt64, -1, 0, 1, 2, 5, math.MaxInt64}[pick(7)],
+		Ratio: ratios[pick(len(ratios))],
+		Small: []float32{0, 0.1, -math.MaxFloat32, 3}[pick(4)],
+		When:  []time.Time{{}, time.Unix(0, 0).UTC(), time.Unix(1700000000, 5).UTC(), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}[pick(4)],
+		Data:  [][]byte{nil, {}, {0}, {0, 0xff}, []byte("d")}[pick(5)],
+		Flag:  pick(2) == 0,
+		U:     []uint64{0, 1, math.MaxUint64}[pick(3)],
+	}
+	for range pick(4) {
+		rec.Tags = append(rec.Tags, []string{"", "a", "b", "c\x00"}[pick(4)])
+	}
+	if !sharded && pick(3) > 0 {
+		rec.Email = fmt.Sprint("e", pick(30))
+	}
+	if pick(3) == 0 {
+		n := pick(3) - 1
+		rec.Opt = &n
+	}
+	if pick(3) > 0 {
+		rec.FuzzPlace = &FuzzPlace{City: []string{"", "Oslo", "Rome"}[pick(3)]}
+	}
+	return rec
+}
+
+// openFuzzTable opens a table of fuzzRec over s with codec and writes its
+// records: some after the "late" index was added, which is write-only, and
+// some left queued for the Eventual index and any other the store
+// queues for.
+func openFuzzTable(t testing.TB, s it.Store, codec it.Codec, seed uint64) *it.Table[fuzzRec] {
+	ctx := context.Background()
+	_, json := codec.(it.JSONCodec)
+	_, sharded := s.(*it.ShardedStore)
+	r := rand.New(rand.NewPCG(seed, seed))
+	write := func(tbl *it.Table[fuzzRec], from, to int) {
+		for id := from; id < to; id++ {
+			if _, err := tbl.Upsert(ctx, fuzzRecord(r, id%50, json, sharded)); err != nil {
+				require.ErrorIs(t, err, it.ErrUniqueViolation)
+			}
+		}
+	}
+	schema := it.Schema[fuzzRec]{Name: "fuzz", PrimaryKey: []string{"ID"}, Codec: codec, Indexes: fuzzSchema(false)}
+	tbl, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	write(tbl, 0, 40)
+	schema.Indexes = fuzzSchema(true)
+	tbl, err = it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	write(tbl, 40, 60)
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	write(tbl, 60, 66)
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{3}))
+	return tbl
+}
+
+// fuzzInput reads the choices of FuzzQuery from its bytes, then zeros.
+type fuzzInput struct{ b []byte }
+
+func (in *fuzzInput) byte() byte {
+	if len(in.b) == 0 {
+		return 0
+	}
+	c := in.b[0]
+	in.b = in.b[1:]
+	return c
+}
+
+func (in *fuzzInput) intn(n int) int { return int(in.byte()) % n }
+
+func (in *fuzzInput) uint64() uint64 {
+	var x uint64
+	for range 8 {
+		x = x<<8 | uint64(in.byte())
+	}
+	return x
+}
+
+func (in *fuzzInput) bytes() []byte {
+	b := make([]byte, in.intn(12))
+	for i := range b {
+		b[i] = in.byte()
+	}
+	return b
+}
+
+// value returns a query value: of a record's field (name, or a component
+// of a computed key when name is empty), or of any type.
+func (in *fuzzInput) value(recs []fuzzRec, name string) any {
+	c := in.byte()
+	if c < 192 { // mostly a value that matches
+		rec := reflect.ValueOf(recs[in.intn(len(recs))])
+		if name == "" {
+			return []any{rec.FieldByName("Score").Int() % 3, rec.FieldByName("Town").String()}[in.intn(2)]
+		}
+		f, err := rec.FieldByIndexErr(fieldIndex(name))
+		if err != nil {
+			return nil
+		}
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String {
+			if f.Len() == 0 {
+				return nil
+			}
+			f = f.Index(in.intn(f.Len()))
+		}
+		return f.Interface()
+	}
+	switch c % 14 {
+	case 0:
+		return []string{"", "a", "R", "\x00", "\xff", "S\x00"}[in.intn(6)]
+	case 1:
+		return string(in.bytes())
+	case 2:
+		return [][]byte{nil, {}, {0}, {0xff}}[in.intn(4)]
+	case 3:
+		return []any{0, -1, 1, math.MaxInt, math.MinInt, int64(math.MaxInt64), int8(math.MinInt8), int32(7)}[in.intn(8)]
+	case 4:
+		return []any{uint(0), uint64(math.MaxUint64), uint8(255), uint16(3)}[in.intn(4)]
+	case 5:
+		return []any{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 1.5, float32(0.1), float32(math.Inf(-1))}[in.intn(7)]
+	case 6:
+		return in.byte()&1 == 1
+	case 7:
+		return []time.Time{{}, time.Unix(0, 0), time.Unix(1700000000, 5).In(time.FixedZone("X", 3600)), time.Unix(-1<<40, 0)}[in.intn(4)]
+	case 8:
+		return nil
+	case 9:
+		return []any{struct{}{}, struct{ A int }{1}, FuzzPlace{"Oslo"}}[in.intn(3)]
+	case 10:
+		s, n := "R", 1
+		return []any{&s, &n, (*int)(nil), (*string)(nil), &FuzzPlace{}}[in.intn(5)]
+	case 11:
+		return []any{[]string{"a"}, []int{1}, []any{"a"}, map[string]int{"a": 1}}[in.intn(4)]
+	case 12:
+		return []any{fuzzName("Bob"), fuzzInt(2), fuzzName("")}[in.intn(3)]
+	}
+	switch in.intn(6) { // raw bits
+	case 0:
+		return int64(in.uint64())
+	case 1:
+		return in.uint64()
+	case 2:
+		return math.Float64frombits(in.uint64())
+	case 3:
+		return time.Unix(int64(in.uint64()), int64(in.uint64()))
+	case 4:
+		return in.bytes()
+	}
+	return func() {}
+}
+
+func fieldIndex(name string) []int {
+	f, ok := reflect.TypeFor[fuzzRec]().FieldByName(name)
+	if !ok {
+		return []int{0}
+	}
+	return f.Index
+}
+
+// query returns a query of tbl drawn from the input, and the records that
+// values are picked from.
+func (in *fuzzInput) query(tbl *it.Table[fuzzRec], recs []fuzzRec, cursors []string) it.Query {
+	ix := fuzzIndexes[in.intn(len(fuzzIndexes))]
+	q := it.Query{Index: ix.name}
+	component := func(i int) string {
+		if ix.fields == nil {
+			return ""
+		}
+		return ix.fields[min(i, len(ix.fields)-1)]
+	}
+	width := len(ix.fields)
+	if ix.fields == nil {
+		width = 2 // score_mod's
+	}
+	for i := range in.intn(width+2) % (width + 1) {
+		q.Eq = append(q.Eq, in.value(recs, component(i)))
+	}
+	for _, b := range []**it.Bound{&q.Lower, &q.Upper} {
+		if c := in.byte(); c&3 == 3 {
+			*b = &it.Bound{Value: in.value(recs, component(len(q.Eq))), Exclusive: c&4 == 4}
+		}
+	}
+	flags := in.byte()
+	q.Reverse, q.Covered = flags&1 == 1, flags&6 == 6
+	limits := []int{0, 1, 2, 3, 5, 64, 65, math.MaxInt, math.MaxInt - 1, 0, 1, 2, 7, -1, math.MinInt}
+	if k := in.intn(len(limits) + 1); k < len(limits) {
+		q.Limit = limits[k]
+	} else {
+		q.Limit = int(in.uint64())
+	}
+	for range []int{0, 0, 1, 2}[in.intn(4)] {
+		q.Fields = append(q.Fields, fuzzFields[in.intn(len(fuzzFields))])
+	}
+	for range []int{0, 0, 0, 0, 1, 2}[in.intn(6)] {
+		if q.Where == nil {
+			q.Where = map[string]any{}
+		}
+		name := fuzzFields[in.intn(len(fuzzFields))]
+		q.Where[name] = in.value(recs, name)
+	}
+	switch in.intn(16) {
+	case 1:
+		q.Cursor = string(in.bytes())
+	case 2:
+		q.Cursor = base64.RawURLEncoding.EncodeToString(in.bytes())
+	case 3:
+		q.Cursor = cursors[in.intn(len(cursors))]
+	case 4, 5, 6, 7: // a cursor of this query, perhaps altered
+		p := q
+		p.Limit = 1 + in.intn(5)
+		if _, cursor, err := tbl.FindPage(context.Background(), p); err == nil && cursor != "" {
+			q.Cursor = cursor
+			if c := in.byte(); c&3 == 3 {
+				b := []byte(cursor)
+				b[int(c)%len(b)] ^= in.byte() | 1
+				q.Cursor = string(b)
+			}
+		}
+	}
+	return q
+}
+
+// fuzzTable is a table FuzzQuery reads, with its records and cursors of
+// some of its queries.
+type fuzzTable struct {
+	tbl     *it.Table[fuzzRec]
+	recs    []fuzzRec
+	byID    map[int]fuzzRec
+	cursors []string
+}
+
+// openFuzzTables opens the tables FuzzQuery reads: binary-coded on a
+// memory store, JSON-coded over three shards.
+func openFuzzTables(t testing.TB) []fuzzTable {
+	ctx := context.Background()
+	sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+	require.NoError(t, err)
+	var tables []fuzzTable
+	for i, s := range []struct {
+		store it.Store
+		codec it.Codec
+	}{{it.NewMemoryStore(), &it.BinaryCodec{}}, {sharded, it.JSONCodec{}}} {
+		ft := fuzzTable{tbl: openFuzzTable(t, s.store, s.codec, uint64(i)), byID: map[int]fuzzRec{}}
+		for rec, err := range ft.tbl.Find(ctx, it.Query{}) {
+			require.NoError(t, err)
+			ft.recs = append(ft.recs, rec)
+			ft.byID[rec.ID] = rec
+		}
+		for _, q := range []it.Query{{Limit: 3}, {Index: "town", Limit: 2}, {Index: "tags", Limit: 1, Reverse: true}} {
+			_, cursor, err := ft.tbl.FindPage(ctx, q)
+			require.NoError(t, err)
+			ft.cursors = append(ft.cursors, cursor)
+		}
+		tables = append(tables, ft)
+	}
+	return tables
+}
+
+// FuzzQuery drives Find, FindPage, Count and Exists with arbitrary
+// queries: none may panic, or fail with an error that is not one of the
+// documented sentinels of a bad query; and for a query that succeeds,
+// they must agree: a limited Find is a prefix of the unlimited one,
+// FindPage's pages follow its cursors to the same records, and Count and
+// Exists count them.
+func FuzzQuery(f *testing.F) {
+	// The bytes choose: the table, the index, how many Eq values, then
+	// each value, Lower and Upper (3: inclusive, 7: exclusive, then the
+	// value), flags (1: Reverse, 6: Covered), the Limit (7: math.MaxInt),
+	// how many Fields and Where, and the cursor (4: one of the query).
+	for i := range fuzzIndexes {
+		ix := byte(i)
+		f.Add([]byte{0, ix, 0, 0, 0, 0, 7})             // all of it
+		f.Add([]byte{1, ix, 0, 0, 0, 6, 7})             // covered
+		f.Add([]byte{0, ix, 0, 0, 0, 1, 1, 0, 0, 4, 1}) // reversed, from a cursor
+		f.Add([]byte{1, ix, 1, 0, 7, 1, 0, 0, 0, 2})    // a value of a record
+		f.Add([]byte{0, ix, 0, 3, 0, 9, 1, 0, 7, 0, 9}) // a range
+	}
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 2, 0, 4, 2, 1, 5}) // filtered
+	tables := openFuzzTables(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := &fuzzInput{b}
+		ft := tables[in.intn(len(tables))]
+		q := in.query(ft.tbl, ft.recs, ft.cursors)
+		checkQuery(t, ft, q)
+	})
+}
+
+// queryErr fails t unless err is nil or one of the errors a bad query
+// may return.
+func queryErr(t *testing.T, err error, what string, q it.Query) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, want := range []error{it.ErrInvalidQuery, it.ErrInvalidCursor, it.ErrIndexNotReadable} {
+		if errors.Is(err, want) {
+			return
+		}
+	}
+	t.Fatalf("%s of %s: undocumented error %v", what, fmtQuery(q), err)
+}
+
+func fmtQuery(q it.Query) string {
+	s := fmt.Sprintf("{Index:%q Eq:%#v Reverse:%v Limit:%d Cursor:%q Covered:%v Where:%#v Fields:%q", q.Index, q.Eq, q.Reverse, q.Limit, q.Cursor, q.Covered, q.Where, q.Fields)
+	for name, b := range map[string]*it.Bound{"Lower": q.Lower, "Upper": q.Upper} {
+		if b != nil {
+			s += fmt.Sprintf(" %s:%#v", name, *b)
+		}
+	}
+	return s + "}"
+}
+
+// findAll returns the records Find yields for q, as strings, and its
+// error, which must be the last thing it yields.
+func findAll(t *testing.T, tbl *it.Table[fuzzRec], q it.Query) ([]string, error) {
+	t.Helper()
+	var out []string
+	var err error
+	for rec, e := range tbl.Find(context.Background(), q) {
+		require.NoError(t, err, "Find of %s yields after its error", fmtQuery(q))
+		if err = e; e == nil {
+			out = append(out, recString(rec))
+		}
+	}
+	return out, err
+}
+
+// recString shows everything a record holds, pointers followed, NaNs
+// equal.
+func recString(r fuzzRec) string {
+	opt, city := "nil", "nil"
+	if r.Opt != nil {
+		opt = fmt.Sprint(*r.Opt)
+	}
+	if r.FuzzPlace != nil {
+		city = fmt.Sprintf("%q", r.City)
+	}
+	return fmt.Sprintf("%d %q %q %q %q %d %v %v %s %q %v %s %d %s", r.ID, r.Name, r.Town, r.Tags, r.Email, r.Score, r.Ratio, r.Small,
+		r.When.UTC().Format(time.RFC3339Nano), r.Data, r.Flag, opt, r.U, city)
+}
+
+// checkQuery checks what the reads of q return, alone and against each
+// other.
+func checkQuery(t *testing.T, ft fuzzTable, q it.Query) {
+	ctx := context.Background()
+	tbl := ft.tbl
+	checkRecords(t, ft, q)
+	got, err := findAll(t, tbl, q)
+	queryErr(t, err, "Find", q)
+	n, countErr := tbl.Count(ctx, q)
+	queryErr(t, countErr, "Count", q)
+	require.Equal(t, err == nil, countErr == nil, "Find and Count of %s: %v, %v", fmtQuery(q), err, countErr)
+	one := q
+	one.Limit = 1
+	_, oneErr := findAll(t, tbl, one)
+	exists, existsErr := tbl.Exists(ctx, q)
+	queryErr(t, existsErr, "Exists", q)
+	require.Equal(t, oneErr == nil, existsErr == nil, "Find and Exists of %s: %v, %v", fmtQuery(q), oneErr, existsErr)
+	page, cursor, pageErr := tbl.FindPage(ctx, q)
+	queryErr(t, pageErr, "FindPage", q)
+	if q.Limit <= 0 {
+		require.ErrorIs(t, pageErr, it.ErrInvalidQuery, "FindPage of %s", fmtQuery(q))
+	}
+	if err != nil {
+		return
+	}
+	all := q
+	all.Limit = 0
+	want, err := findAll(t, tbl, all)
+	require.NoError(t, err, "Find of %s", fmtQuery(all))
+	if q.Limit > 0 {
+		want = want[:min(q.Limit, len(want))]
+	}
+	require.Equal(t, want, got, "Find of %s", fmtQuery(q))
+	require.Equal(t, len(got), n, "Count of %s", fmtQuery(q))
+	require.Equal(t, len(got) > 0, exists, "Exists of %s", fmtQuery(q))
+	if q.Limit <= 0 {
+		return
+	}
+	require.NoError(t, pageErr, "FindPage of %s", fmtQuery(q))
+	require.Equal(t, want, pageStrings(page), "FindPage of %s", fmtQuery(q))
+	// The cursors lead through every record of the unlimited query.
+	want, _ = findAll(t, tbl, all)
+	var pages []string
+	for next := q; ; {
+		require.True(t, len(page) > 0 || len(want) == 0, "an empty page of %s", fmtQuery(next))
+		pages = append(pages, pageStrings(page)...)
+		require.LessOrEqual(t, len(pages), len(want), "paging %s", fmtQuery(q))
+		if cursor == "" {
+			break
+		}
+		next.Cursor = cursor
+		page, cursor, err = tbl.FindPage(ctx, next)
+		require.NoError(t, err, "FindPage of %s", fmtQuery(next))
+	}
+	require.Equal(t, want, pages, "paging %s", fmtQuery(q))
+}
+
+func pageStrings(page []fuzzRec) []string {
+	var out []string
+	for _, rec := range page {
+		out = append(out, recString(rec))
+	}
+	return out
+}
+
+// checkRecords checks that the records Find returns for q are those of the
+// table: whole, or in the fields their index entries hold when q is
+// covered or names Fields.
+func checkRecords(t *testing.T, ft fuzzTable, q it.Query) {
+	var held []string
+	if q.Covered || len(q.Fields) > 0 {
+		for _, ix := range fuzzIndexes {
+			if ix.name == q.Index {
+				held = ix.held
+			}
+		}
+	}
+	for rec, err := range ft.tbl.Find(context.Background(), q) {
+		if err != nil {
+			return
+		}
+		want, ok := ft.byID[rec.ID]
+		require.True(t, ok, "Find of %s returns a record with ID %d, which the table has not", fmtQuery(q), rec.ID)
+		if held == nil {
+			require.Equal(t, recString(want), recString(rec), "Find of %s", fmtQuery(q))
+			continue
+		}
+		for _, name := range held {
+			require.Equal(t, fieldString(want, name), fieldString(rec, name), "field %s of record %d, Find of %s", name, rec.ID, fmtQuery(q))
+		}
+	}
+}
+
+// fieldString shows field name of r, or that it is behind a nil pointer.
+func fieldString(r fuzzRec, name string) string {
+	f, err := reflect.ValueOf(r).FieldByIndexErr(fieldIndex(name))
+	switch {
+	case err != nil:
+		return "unreachable"
+	case f.Kind() == reflect.Pointer && f.IsNil():
+		return "nil"
+	case f.Kind() == reflect.Pointer:
+		f = f.Elem()
+	}
+	if w, ok := f.Interface().(time.Time); ok {
+		return w.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("%q", fmt.Sprint(f.Interface()))
 }
