@@ -334,6 +334,8 @@ var fuzzIndexes = []struct {
 	{"opt", []string{"Opt"}, []string{"Opt"}},
 	{"city", []string{"City"}, []string{"City", "Town"}},
 	{"lazy", []string{"Name", "Town"}, nil},
+	{"id_score", []string{"ID", "Score"}, nil},
+	{"id_town", []string{"ID", "Town"}, []string{"Town", "Name"}},
 	{"late", []string{"Town"}, []string{"Town"}},
 	{"nope", []string{"Town"}, nil},
 }
@@ -360,6 +362,8 @@ func fuzzSchema(late bool) []it.Index[fuzzRec] {
 		{Name: "opt", Fields: []string{"Opt"}},
 		{Name: "city", Fields: []string{"City"}, Strategy: it.Partial, Projection: []string{"Town"}},
 		{Name: "lazy", Fields: []string{"Name", "Town"}, Strategy: it.FullCopy, Consistency: it.Eventual},
+		{Name: "id_score", Fields: []string{"ID", "Score"}, Strategy: it.FullCopy, Placement: it.IntraPartition},
+		{Name: "id_town", Fields: []string{"ID", "Town"}, Unique: true, Strategy: it.Partial, Projection: []string{"Name"}, Placement: it.IntraPartition},
 	}
 	if late {
 		ixs = append(ixs, it.Index[fuzzRec]{Name: "late", Fields: []string{"Town"}})
@@ -371,10 +375,10 @@ func fuzzSchema(late bool) []it.Index[fuzzRec] {
 // extremes, so that records share keys. A JSON table gets no NaN or
 // infinity, which JSON cannot encode, and a sharded one no email, which a
 // unique index over shards cannot check.
-func fuzzRecord(r *rand.Rand, id int, json, sharded bool) fuzzRec {
+func fuzzRecord(r *rand.Rand, id int, isJSON, sharded bool) fuzzRec {
 	pick := func(n int) int { return r.IntN(n) }
 	ratios := []float64{-math.MaxFloat64, -1.5, math.Copysign(0, -1), 0, 1.5, math.SmallestNonzeroFloat64, math.Inf(1), math.Inf(-1), math.NaN()}
-	if json {
+	if isJSON {
 		ratios = ratios[:6]
 	}
 	rec := fuzzRec{
@@ -411,12 +415,12 @@ func fuzzRecord(r *rand.Rand, id int, json, sharded bool) fuzzRec {
 // queues for.
 func openFuzzTable(t testing.TB, s it.Store, codec it.Codec, seed uint64) *it.Table[fuzzRec] {
 	ctx := context.Background()
-	_, json := codec.(it.JSONCodec)
+	_, isJSON := codec.(it.JSONCodec)
 	_, sharded := s.(*it.ShardedStore)
 	r := rand.New(rand.NewPCG(seed, seed))
 	write := func(tbl *it.Table[fuzzRec], from, to int) {
 		for id := from; id < to; id++ {
-			if _, err := tbl.Upsert(ctx, fuzzRecord(r, id%50, json, sharded)); err != nil {
+			if _, err := tbl.Upsert(ctx, fuzzRecord(r, id%50, isJSON, sharded)); err != nil {
 				require.ErrorIs(t, err, it.ErrUniqueViolation)
 			}
 		}
@@ -612,7 +616,7 @@ type fuzzTable struct {
 }
 
 // openFuzzTables opens the tables FuzzQuery reads: binary-coded on a
-// memory store, JSON-coded over three shards.
+// store that reuses its scans' memory, JSON-coded over three shards.
 func openFuzzTables(t testing.TB) []fuzzTable {
 	ctx := context.Background()
 	sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
@@ -621,7 +625,7 @@ func openFuzzTables(t testing.TB) []fuzzTable {
 	for i, s := range []struct {
 		store it.Store
 		codec it.Codec
-	}{{it.NewMemoryStore(), &it.BinaryCodec{}}, {sharded, it.JSONCodec{}}} {
+	}{{reusingStore{it.NewMemoryStore()}, &it.BinaryCodec{}}, {sharded, it.JSONCodec{}}} {
 		ft := fuzzTable{tbl: openFuzzTable(t, s.store, s.codec, uint64(i)), byID: map[int]fuzzRec{}}
 		for rec, err := range ft.tbl.Find(ctx, it.Query{}) {
 			require.NoError(t, err)
