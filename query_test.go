@@ -307,10 +307,12 @@ type fuzzRec struct {
 	*FuzzPlace
 }
 
-// fuzzName and fuzzInt are named key types, for query values.
+// fuzzName, fuzzInt and fuzzTime are named types, for query values; the
+// first two are key types.
 type (
 	fuzzName string
 	fuzzInt  int16
+	fuzzTime time.Time
 )
 
 // fuzzIndexes are the indexes FuzzQuery reads: the key fields of each
@@ -513,12 +515,13 @@ func (in *fuzzInput) value(recs []fuzzRec, name string) any {
 	case 9:
 		return []any{struct{}{}, struct{ A int }{1}, FuzzPlace{"Oslo"}}[in.intn(3)]
 	case 10:
-		s, n := "R", 1
-		return []any{&s, &n, (*int)(nil), (*string)(nil), &FuzzPlace{}}[in.intn(5)]
+		s, n, w := "R", 1, time.Unix(0, 0)
+		pn := &n
+		return []any{&s, &n, &pn, &w, (*int)(nil), (*string)(nil), (*struct{})(nil), &FuzzPlace{}, make(chan int)}[in.intn(9)]
 	case 11:
 		return []any{[]string{"a"}, []int{1}, []any{"a"}, map[string]int{"a": 1}}[in.intn(4)]
 	case 12:
-		return []any{fuzzName("Bob"), fuzzInt(2), fuzzName("")}[in.intn(3)]
+		return []any{fuzzName("Bob"), fuzzInt(2), fuzzName(""), fuzzTime(time.Unix(0, 0))}[in.intn(4)]
 	}
 	switch in.intn(6) { // raw bits
 	case 0:
