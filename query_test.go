@@ -264,21 +264,27 @@ func (c hiddenCodec) Unmarshal(data []byte, v any) error {
 func TestCoveredReadsThroughAnUnexportedEmbeddedPointer(t *testing.T) {
 	ctx := context.Background()
 	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[hiddenShop]{Name: "shops", PrimaryKey: []string{"ID"}, Codec: hiddenCodec{},
-		Indexes: []it.Index[hiddenShop]{{Name: "town", Fields: []string{"Town"}}}})
+		Indexes: []it.Index[hiddenShop]{
+			{Name: "town", Fields: []string{"Town"}},
+			{Name: "id", Fields: []string{"ID"}, Strategy: it.Partial, Projection: []string{"Town"}},
+		}})
 	require.NoError(t, err)
 	a, b := hiddenShop{ID: "a", shopLoc: &shopLoc{Town: "R"}}, hiddenShop{ID: "b"}
 	for _, s := range []hiddenShop{a, b} {
 		_, err := tbl.Insert(ctx, s)
 		require.NoError(t, err)
 	}
-	for _, q := range []it.Query{{}, {Index: "town"}, {Index: "town", Covered: true}, {Index: "town", Fields: []string{"Town"}}} {
+	for _, q := range []it.Query{
+		{}, {Index: "town"}, {Index: "town", Covered: true}, {Index: "town", Fields: []string{"Town"}},
+		{Index: "id"}, {Index: "id", Covered: true},
+	} {
 		var got []hiddenShop
 		for s, err := range tbl.Find(ctx, q) {
 			require.NoError(t, err)
 			got = append(got, s)
 		}
 		want := []hiddenShop{a}
-		if q.Index == "" {
+		if q.Index != "town" {
 			want = append(want, b)
 		}
 		assert.Equal(t, want, got, "query %+v", q)
