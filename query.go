@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -342,10 +343,14 @@ func (t *Table[T]) FindPage(ctx context.Context, q Query) ([]T, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	// Read one record past the page, to know whether a cursor is needed.
+	// Read one record past the page, to know whether a cursor is needed;
+	// past a page of math.MaxInt records, none can follow.
 	limit := q.Limit
-	q.Limit++
-	page := make([]T, 0, min(q.Limit, fetchChunk))
+	q.Limit = 0
+	if limit < math.MaxInt {
+		q.Limit = limit + 1
+	}
+	page := make([]T, 0, min(limit, fetchChunk))
 	var keys [2][]byte // the entry keys of the last two records read
 	t.read(ctx, rd, q, func(key []byte) {
 		keys[0], keys[1] = keys[1], append(keys[0][:0], key...)
@@ -863,17 +868,18 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // decodeFields decodes consecutive tuple elements from b[off:] into the
-// fields of rv, skipping multi-valued fields and fields behind a nil
-// embedded pointer, and returns the offset after them.
+// fields of rv, setting the nil embedded pointers on their way (a record
+// has an entry only with its key fields reachable), and returns the offset
+// after them. Multi-valued fields are skipped.
 func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field) (int, error) {
 	for i := range fields {
 		f := &fields[i]
-		fv, err := rv.FieldByIndexErr(f.index)
 		var n int
-		if err != nil || f.multi {
+		var err error
+		if f.multi {
 			n, err = elemLen(b, off)
 		} else {
-			n, err = decodeKeyInto(s, b, off, fv)
+			n, err = decodeKeyInto(s, b, off, f.settable(rv))
 		}
 		if err != nil {
 			return 0, err

@@ -82,6 +82,28 @@ func (f *field) get(rv reflect.Value) reflect.Value {
 	return v
 }
 
+// settable returns the field of the struct value rv, a settable record,
+// for a decoder to set: embedded pointers on its way that are nil are set
+// to new structs, as the codecs do for a whole record, even unexported
+// ones, which reflect would not set.
+func (f *field) settable(rv reflect.Value) reflect.Value {
+	v := rv.Field(f.index[0])
+	for _, i := range f.index[1:] {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				p := reflect.New(v.Type().Elem())
+				if !v.CanSet() { // the record's own memory all the same
+					v = reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem()
+				}
+				v.Set(p)
+			}
+			v = v.Elem()
+		}
+		v = v.Field(i)
+	}
+	return v
+}
+
 // appendKeyValue appends the tuple element encoding of v, a value of a
 // keyType.
 func appendKeyValue(dst []byte, v reflect.Value) []byte {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -493,8 +494,10 @@ func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, e
 		}
 		return func(yield func(Entry, error) bool) {
 			limit, sr := r.Limit, r // r stays as it is, for the next range over it
-			if limit > 0 {
-				sr.Limit++ // one more, in case one is the layout record
+			// One more, in case one is the layout record; none can follow
+			// math.MaxInt.
+			if limit > 0 && limit < math.MaxInt {
+				sr.Limit++
 			}
 			n := 0
 			for e, err := range s.shards[i].Scan(ctx, sr) {

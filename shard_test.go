@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -510,4 +511,52 @@ func TestShardedScanReadsNoFurther(t *testing.T) {
 	seq = one.Scan(ctx, it.ScanRange{Limit: 2})
 	require.Len(t, dump(t, seq), 2)
 	require.Len(t, dump(t, seq), 2, "ranged again")
+}
+
+// limitStore records the limits of the scans asked of it.
+type limitStore struct {
+	it.Store
+	mu     sync.Mutex
+	limits []int
+}
+
+func (s *limitStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	s.mu.Lock()
+	s.limits = append(s.limits, r.Limit)
+	s.mu.Unlock()
+	return s.Store.Scan(ctx, r)
+}
+
+// TestShardedScanTakesAnyLimit checks that a scan, of one shard or merged,
+// passes on no limit a shard could take for none (a negative one, from
+// adding to math.MaxInt) and returns what one store does.
+func TestShardedScanTakesAnyLimit(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{1, 3} {
+		shards := make([]it.Store, n)
+		for i := range shards {
+			shards[i] = &limitStore{Store: it.NewMemoryStore()}
+		}
+		s, err := it.OpenShardedStore(ctx, shards)
+		require.NoError(t, err)
+		one := it.NewMemoryStore()
+		for i := range 10 {
+			for _, st := range []it.Store{s, one} {
+				var b it.Batch
+				b.Put(fmt.Appendf(nil, "k%d", i), nil)
+				require.NoError(t, st.Apply(ctx, &b))
+			}
+		}
+		for _, limit := range []int{0, 1, 9, 10, 11, math.MaxInt - 1, math.MaxInt} {
+			for _, reverse := range []bool{false, true} {
+				r := it.ScanRange{Limit: limit, Reverse: reverse}
+				require.Equal(t, dump(t, one.Scan(ctx, r)), dump(t, s.Scan(ctx, r)), "%d shards, %+v", n, r)
+			}
+		}
+		for i, sh := range shards {
+			for _, limit := range sh.(*limitStore).limits {
+				require.GreaterOrEqual(t, limit, 0, "%d shards: shard %d was asked for a negative limit", n, i)
+			}
+		}
+	}
 }

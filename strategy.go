@@ -93,8 +93,9 @@ func (p projection) appendPayload(dst []byte, rv reflect.Value, c Codec) ([]byte
 	return dst, nil
 }
 
-// decodePayload sets the projected fields of rv from a payload; an empty
-// field (behind a nil embedded pointer when written) is left zero.
+// decodePayload sets the projected fields of rv from a payload, setting
+// the nil embedded pointers on their way; an empty field (behind a nil
+// embedded pointer when written) is left zero, and its way nil.
 func (p projection) decodePayload(payload string, rv reflect.Value, c Codec) error {
 	sd, fast := c.(stringUnmarshaler)
 	for i := range p.fields {
@@ -104,10 +105,11 @@ func (p projection) decodePayload(payload string, rv reflect.Value, c Codec) err
 		}
 		b := payload[w : w+int(n)]
 		payload = payload[w+int(n):]
-		fv, err := rv.FieldByIndexErr(p.fields[i].index)
-		if len(b) == 0 || err != nil {
+		if len(b) == 0 {
 			continue
 		}
+		fv := p.fields[i].settable(rv)
+		var err error
 		if fast {
 			err = sd.unmarshalString(b, fv.Addr().Interface())
 		} else {

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"iter"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -416,6 +417,8 @@ func testBounds(t *testing.T, s indextable.Store) {
 		{"start after end", indextable.ScanRange{Start: bs("d"), End: bs("b")}, ""},
 		{"bounds past the keys", indextable.ScanRange{Start: bs("e")}, ""},
 		{"limit", indextable.ScanRange{Limit: 2}, "ab"},
+		{"largest limit", indextable.ScanRange{Limit: math.MaxInt}, "abcd"},
+		{"reverse largest limit", indextable.ScanRange{Limit: math.MaxInt, Reverse: true}, "dcba"},
 		{"after", indextable.ScanRange{After: bs("b")}, "cd"},
 		{"after before start", indextable.ScanRange{Start: bs("c"), After: bs("a")}, "cd"},
 		{"after at end", indextable.ScanRange{End: bs("c"), After: bs("c")}, ""},

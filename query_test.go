@@ -1,0 +1,845 @@
+package indextable_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+)
+
+func TestQueriesTakeAnyLimit(t *testing.T) {
+	ctx := context.Background()
+	stores := map[string]it.Store{"memory": it.NewMemoryStore(), "one shard": newShardedMemory(t, 1), "three shards": newShardedMemory(t, 3)}
+	for name, s := range stores {
+		t.Run(name, func(t *testing.T) {
+			// No unique index: a sharded store cannot check one.
+			indexes := slices.DeleteFunc(personIndexes(), func(ix it.Index[person]) bool { return ix.Unique })
+			tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
+			require.NoError(t, err)
+			for i := range 5 {
+				_, err := tbl.Insert(ctx, person{ID: i, Name: fmt.Sprint("N", i), Town: "R", Tags: []string{"a", "b"}, Score: i})
+				require.NoError(t, err)
+			}
+			_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{}) // what a sharded store queued
+			require.NoError(t, err)
+			for _, c := range []struct {
+				q it.Query
+				n int
+			}{
+				{it.Query{}, 5},
+				{it.Query{Index: "town_name", Eq: it.Tuple{"R"}}, 5},
+				{it.Query{Index: "town", Reverse: true}, 5},
+				{it.Query{Index: "name", Covered: true}, 5},
+				{it.Query{Index: "tags"}, 10}, // an entry per tag
+				{it.Query{Index: "score_mod", Eq: it.Tuple{1}}, 2},
+				{it.Query{Where: map[string]any{"Town": "R"}}, 5},
+			} {
+				all := collect(t, tbl, c.q)
+				require.Len(t, all, c.n)
+				for _, limit := range []int{1, 2, math.MaxInt - 1, math.MaxInt} {
+					q := c.q
+					q.Limit = limit
+					want := all[:min(limit, len(all))]
+					msg := fmt.Sprintf("query %+v", q)
+					assert.Equal(t, want, collect(t, tbl, q), msg)
+					page, cursor, err := tbl.FindPage(ctx, q)
+					require.NoError(t, err, msg)
+					assert.Equal(t, want, page, msg)
+					assert.Equal(t, limit < len(all), cursor != "", msg)
+					n, err := tbl.Count(ctx, q)
+					require.NoError(t, err, msg)
+					assert.Equal(t, len(want), n, msg)
+					ok, err := tbl.Exists(ctx, q)
+					require.NoError(t, err, msg)
+					assert.True(t, ok, msg)
+				}
+			}
+		})
+	}
+}
+
+// ShopLoc is embedded in shop through a pointer, which may be nil.
+type ShopLoc struct {
+	Town string
+	Zip  int
+}
+
+type shop struct {
+	ID   string
+	Name string
+	Note string
+	*ShopLoc
+}
+
+// shopIndexes key on and project fields behind the embedded pointer, with
+// every strategy.
+func shopIndexes() []it.Index[shop] {
+	return []it.Index[shop]{
+		{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
+		{Name: "town_full", Fields: []string{"Town"}, Strategy: it.FullCopy},
+		{Name: "name", Fields: []string{"Name"}, Strategy: it.Partial, Projection: []string{"Town", "Zip"}},
+		{Name: "zip", Fields: []string{"Zip"}, Unique: true, Sparse: true},
+		{Name: "town_name", Fields: []string{"Town", "Name"}, Strategy: it.Partial, Projection: []string{"Zip"}},
+	}
+}
+
+// coveredShop is what a covered read of index name returns of s.
+func coveredShop(name string, s shop) shop {
+	switch name {
+	case "town":
+		return shop{ID: s.ID, ShopLoc: &ShopLoc{Town: s.Town}}
+	case "name":
+		c := shop{ID: s.ID, Name: s.Name}
+		if s.ShopLoc != nil {
+			c.ShopLoc = &ShopLoc{Town: s.Town, Zip: s.Zip}
+		}
+		return c
+	case "zip":
+		return shop{ID: s.ID, ShopLoc: &ShopLoc{Zip: s.Zip}}
+	case "town_name":
+		return shop{ID: s.ID, Name: s.Name, ShopLoc: &ShopLoc{Town: s.Town, Zip: s.Zip}}
+	}
+	return s
+}
+
+// TestReadsThroughAnEmbeddedPointer checks that reads set the fields
+// behind an embedded pointer, allocating it, whichever way they decode a
+// record (the codec, an index key, a projection), and that a record whose
+// embedded pointer is nil is left out of the indexes on the fields behind
+// it and read back with it nil.
+func TestReadsThroughAnEmbeddedPointer(t *testing.T) {
+	ctx := context.Background()
+	a := shop{ID: "a", Name: "n", Note: "x", ShopLoc: &ShopLoc{Town: "R", Zip: 1}}
+	b := shop{ID: "b", Name: "n", Note: "y"}                      // no location
+	c := shop{ID: "c", Name: "m", Note: "z", ShopLoc: &ShopLoc{}} // a zero location
+	cases := []struct {
+		index string
+		want  []shop // what a whole-record read returns
+	}{
+		{"", []shop{a, b, c}},
+		{"town", []shop{c, a}},
+		{"town_full", []shop{c, a}},
+		{"name", []shop{c, a, b}},
+		{"zip", []shop{a}},
+		{"town_name", []shop{c, a}},
+	}
+	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: shopIndexes(), Codec: codec})
+		require.NoError(t, err)
+		for _, s := range []shop{a, b, c} {
+			_, err := tbl.Insert(ctx, s)
+			require.NoError(t, err)
+		}
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%T/%s", codec, tc.index), func(t *testing.T) {
+				find := func(q it.Query) []shop {
+					q.Index = tc.index
+					var out []shop
+					for s, err := range tbl.Find(ctx, q) {
+						require.NoError(t, err)
+						out = append(out, s)
+					}
+					return out
+				}
+				assert.Equal(t, tc.want, find(it.Query{}), "whole records")
+				n, err := tbl.Count(ctx, it.Query{Index: tc.index})
+				require.NoError(t, err)
+				assert.Equal(t, len(tc.want), n)
+				if tc.index == "" {
+					return
+				}
+				var covered []shop
+				for _, s := range tc.want {
+					covered = append(covered, coveredShop(tc.index, s))
+				}
+				assert.Equal(t, covered, find(it.Query{Covered: true}), "covered")
+				if tc.index != "town_full" { // which holds whole records
+					fields := []string{"ID", "Town"}
+					if tc.index == "zip" {
+						fields = []string{"ID", "Zip"}
+					}
+					assert.Equal(t, covered, find(it.Query{Fields: fields}), "covered by Fields")
+				}
+			})
+		}
+		// The pointer set and cleared again moves the record in and out.
+		b2, a2 := b, a
+		b2.ShopLoc, a2.ShopLoc = &ShopLoc{Town: "S", Zip: 2}, nil
+		for _, s := range []shop{a2, b2} {
+			_, err := tbl.Update(ctx, s)
+			require.NoError(t, err)
+		}
+		for _, index := range []string{"town", "town_full", "town_name"} {
+			var got []shop
+			for s, err := range tbl.Find(ctx, it.Query{Index: index}) {
+				require.NoError(t, err)
+				got = append(got, s)
+			}
+			assert.Equal(t, []shop{c, b2}, got, "%T: index %s", codec, index)
+		}
+	}
+}
+
+// TestPrimaryKeyThroughAnEmbeddedPointer checks that a covered read sets
+// a primary key behind an embedded pointer, and that a record whose
+// pointer is nil, with no primary key, is refused and writes nothing.
+func TestPrimaryKeyThroughAnEmbeddedPointer(t *testing.T) {
+	ctx := context.Background()
+	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
+		s := it.NewMemoryStore()
+		tbl, err := it.Open(ctx, s, it.Schema[shop]{Name: "shops", PrimaryKey: []string{"Zip"}, Codec: codec,
+			Indexes: []it.Index[shop]{{Name: "name", Fields: []string{"Name"}}}})
+		require.NoError(t, err)
+		a := shop{ID: "a", Name: "n", ShopLoc: &ShopLoc{Town: "R", Zip: 1}}
+		_, err = tbl.Insert(ctx, a)
+		require.NoError(t, err)
+		before := storeDump(t, s)
+		_, err = tbl.Insert(ctx, shop{ID: "b", Name: "n"})
+		require.ErrorIs(t, err, it.ErrInvalidKey)
+		require.Equal(t, before, storeDump(t, s))
+		var got []shop
+		for s, err := range tbl.Find(ctx, it.Query{Index: "name", Covered: true}) {
+			require.NoError(t, err)
+			got = append(got, s)
+		}
+		assert.Equal(t, []shop{{Name: "n", ShopLoc: &ShopLoc{Zip: 1}}}, got, "%T", codec)
+	}
+}
+
+// shopLoc is embedded in hiddenShop through an unexported pointer, which
+// neither codec of the package can set (JSON refuses, binary skips it);
+// hiddenCodec can.
+type shopLoc struct{ Town string }
+
+type hiddenShop struct {
+	ID string
+	*shopLoc
+}
+
+// hiddenCodec encodes a hiddenShop as its ID and, when set, its Town, and
+// anything else as JSON.
+type hiddenCodec struct{ it.JSONCodec }
+
+func (c hiddenCodec) Marshal(v any) ([]byte, error) {
+	if s, ok := v.(*hiddenShop); ok {
+		parts := []string{s.ID}
+		if s.shopLoc != nil {
+			parts = append(parts, s.Town)
+		}
+		return c.JSONCodec.Marshal(parts)
+	}
+	return c.JSONCodec.Marshal(v)
+}
+
+func (c hiddenCodec) Unmarshal(data []byte, v any) error {
+	s, ok := v.(*hiddenShop)
+	if !ok {
+		return c.JSONCodec.Unmarshal(data, v)
+	}
+	var parts []string
+	if err := c.JSONCodec.Unmarshal(data, &parts); err != nil || len(parts) == 0 {
+		return fmt.Errorf("%w: %v", it.ErrCodec, err)
+	}
+	s.ID = parts[0]
+	if len(parts) > 1 {
+		s.shopLoc = &shopLoc{Town: parts[1]}
+	}
+	return nil
+}
+
+// TestCoveredReadsThroughAnUnexportedEmbeddedPointer checks that a covered
+// read sets a field behind an unexported embedded pointer, which reflect
+// alone would not, for a codec that stores it.
+func TestCoveredReadsThroughAnUnexportedEmbeddedPointer(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[hiddenShop]{Name: "shops", PrimaryKey: []string{"ID"}, Codec: hiddenCodec{},
+		Indexes: []it.Index[hiddenShop]{
+			{Name: "town", Fields: []string{"Town"}},
+			{Name: "id", Fields: []string{"ID"}, Strategy: it.Partial, Projection: []string{"Town"}},
+		}})
+	require.NoError(t, err)
+	a, b := hiddenShop{ID: "a", shopLoc: &shopLoc{Town: "R"}}, hiddenShop{ID: "b"}
+	for _, s := range []hiddenShop{a, b} {
+		_, err := tbl.Insert(ctx, s)
+		require.NoError(t, err)
+	}
+	for _, q := range []it.Query{
+		{}, {Index: "town"}, {Index: "town", Covered: true}, {Index: "town", Fields: []string{"Town"}},
+		{Index: "id"}, {Index: "id", Covered: true},
+	} {
+		var got []hiddenShop
+		for s, err := range tbl.Find(ctx, q) {
+			require.NoError(t, err)
+			got = append(got, s)
+		}
+		want := []hiddenShop{a}
+		if q.Index != "town" {
+			want = append(want, b)
+		}
+		assert.Equal(t, want, got, "query %+v", q)
+	}
+}
+
+// FuzzPlace is embedded in fuzzRec through a pointer, nil in some records.
+type FuzzPlace struct{ City string }
+
+// fuzzRec has a field of every key type, a pointer, a slice and an
+// embedded pointer.
+type fuzzRec struct {
+	ID    int
+	Name  string
+	Town  string
+	Tags  []string
+	Email string
+	Score int64
+	Ratio float64
+	Small float32
+	When  time.Time
+	Data  []byte
+	Flag  bool
+	Opt   *int
+	U     uint64
+	*FuzzPlace
+}
+
+// fuzzName, fuzzInt and fuzzTime are named types, for query values; the
+// first two are key types.
+type (
+	fuzzName string
+	fuzzInt  int16
+	fuzzTime time.Time
+)
+
+// fuzzIndexes are the indexes FuzzQuery reads: the key fields of each
+// (nil for a computed key) and the fields its entries hold besides the
+// primary key (nil: whole records). "late" is added after the records, so
+// it is write-only.
+var fuzzIndexes = []struct {
+	name         string
+	fields, held []string
+}{
+	{"", []string{"ID"}, nil},
+	{"town_name", []string{"Town", "Name"}, nil},
+	{"town", []string{"Town"}, []string{"Town"}},
+	{"name", []string{"Name"}, []string{"Name", "Score", "Tags", "City"}},
+	{"tags", []string{"Tags"}, []string{"Name"}},
+	{"email", []string{"Email"}, []string{"Email"}},
+	{"score_mod", nil, nil},
+	{"ratio", []string{"Ratio", "Small"}, []string{"Ratio", "Small"}},
+	{"when", []string{"When", "Flag"}, nil},
+	{"data", []string{"Data", "U"}, []string{"Data", "U", "Opt", "When"}},
+	{"opt", []string{"Opt"}, []string{"Opt"}},
+	{"city", []string{"City"}, []string{"City", "Town"}},
+	{"lazy", []string{"Name", "Town"}, nil},
+	{"id_score", []string{"ID", "Score"}, nil},
+	{"id_town", []string{"ID", "Town"}, []string{"Town", "Name"}},
+	{"late", []string{"Town"}, []string{"Town"}},
+	{"nope", []string{"Town"}, nil},
+}
+
+// fuzzFields are the field names FuzzQuery puts in Fields and Where.
+var fuzzFields = []string{"ID", "Name", "Town", "Tags", "Email", "Score", "Ratio", "Small", "When", "Data", "Flag", "Opt", "U", "City", "FuzzPlace", "Nope"}
+
+func fuzzSchema(late bool) []it.Index[fuzzRec] {
+	ixs := []it.Index[fuzzRec]{
+		{Name: "town_name", Fields: []string{"Town", "Name"}, Strategy: it.FullCopy},
+		{Name: "town", Fields: []string{"Town"}},
+		{Name: "name", Fields: []string{"Name"}, Strategy: it.Partial, Projection: []string{"Score", "Tags", "City"}, Sparse: true},
+		{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.Partial, Projection: []string{"Name"}},
+		{Name: "email", Fields: []string{"Email"}, Unique: true, Sparse: true},
+		{Name: "score_mod", Key: func(r fuzzRec) []it.Tuple {
+			if r.Score < 0 {
+				return nil
+			}
+			return []it.Tuple{{r.Score % 3, r.Town}}
+		}, Strategy: it.FullCopy},
+		{Name: "ratio", Fields: []string{"Ratio", "Small"}},
+		{Name: "when", Fields: []string{"When", "Flag"}, Strategy: it.FullCopy},
+		{Name: "data", Fields: []string{"Data", "U"}, Strategy: it.Partial, Projection: []string{"Opt", "When"}},
+		{Name: "opt", Fields: []string{"Opt"}},
+		{Name: "city", Fields: []string{"City"}, Strategy: it.Partial, Projection: []string{"Town"}},
+		{Name: "lazy", Fields: []string{"Name", "Town"}, Strategy: it.FullCopy, Consistency: it.Eventual},
+		{Name: "id_score", Fields: []string{"ID", "Score"}, Strategy: it.FullCopy, Placement: it.IntraPartition},
+		{Name: "id_town", Fields: []string{"ID", "Town"}, Unique: true, Strategy: it.Partial, Projection: []string{"Name"}, Placement: it.IntraPartition},
+	}
+	if late {
+		ixs = append(ixs, it.Index[fuzzRec]{Name: "late", Fields: []string{"Town"}})
+	}
+	return ixs
+}
+
+// fuzzRecord returns record id, its fields drawn from small sets, with
+// extremes, so that records share keys. A JSON table gets no NaN or
+// infinity, which JSON cannot encode, and a sharded one no email, which a
+// unique index over shards cannot check.
+func fuzzRecord(r *rand.Rand, id int, isJSON, sharded bool) fuzzRec {
+	pick := func(n int) int { return r.IntN(n) }
+	ratios := []float64{-math.MaxFloat64, -1.5, math.Copysign(0, -1), 0, 1.5, math.SmallestNonzeroFloat64, math.Inf(1), math.Inf(-1), math.NaN()}
+	if isJSON {
+		ratios = ratios[:6]
+	}
+	rec := fuzzRec{
+		ID:    id,
+		Name:  []string{"", "Ann", "Bob", "Bob\x00", "\xff"}[pick(5)],
+		Town:  []string{"", "R", "S", "S\x00x"}[pick(4)],
+		Score: []int64{math.MinInt64, -1, 0, 1, 2, 5, math.MaxInt64}[pick(7)],
+		Ratio: ratios[pick(len(ratios))],
+		Small: []float32{0, 0.1, -math.MaxFloat32, 3}[pick(4)],
+		When:  []time.Time{{}, time.Unix(0, 0).UTC(), time.Unix(1700000000, 5).UTC(), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}[pick(4)],
+		Data:  [][]byte{nil, {}, {0}, {0, 0xff}, []byte("d")}[pick(5)],
+		Flag:  pick(2) == 0,
+		U:     []uint64{0, 1, math.MaxUint64}[pick(3)],
+	}
+	for range pick(4) {
+		rec.Tags = append(rec.Tags, []string{"", "a", "b", "c\x00"}[pick(4)])
+	}
+	if !sharded && pick(3) > 0 {
+		rec.Email = fmt.Sprint("e", pick(30))
+	}
+	if pick(3) == 0 {
+		n := pick(3) - 1
+		rec.Opt = &n
+	}
+	if pick(3) > 0 {
+		rec.FuzzPlace = &FuzzPlace{City: []string{"", "Oslo", "Rome"}[pick(3)]}
+	}
+	return rec
+}
+
+// openFuzzTable opens a table of fuzzRec over s with codec and writes its
+// records: some after the "late" index was added, which is write-only, and
+// some left queued for the Eventual index and any other the store
+// queues for.
+func openFuzzTable(t testing.TB, s it.Store, codec it.Codec, seed uint64) *it.Table[fuzzRec] {
+	ctx := context.Background()
+	_, isJSON := codec.(it.JSONCodec)
+	_, sharded := s.(*it.ShardedStore)
+	r := rand.New(rand.NewPCG(seed, seed))
+	write := func(tbl *it.Table[fuzzRec], from, to int) {
+		for id := from; id < to; id++ {
+			if _, err := tbl.Upsert(ctx, fuzzRecord(r, id%50, isJSON, sharded)); err != nil {
+				require.ErrorIs(t, err, it.ErrUniqueViolation)
+			}
+		}
+	}
+	schema := it.Schema[fuzzRec]{Name: "fuzz", PrimaryKey: []string{"ID"}, Codec: codec, Indexes: fuzzSchema(false)}
+	tbl, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	write(tbl, 0, 40)
+	schema.Indexes = fuzzSchema(true)
+	tbl, err = it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	write(tbl, 40, 60)
+	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	write(tbl, 60, 66)
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{3}))
+	return tbl
+}
+
+// fuzzInput reads the choices of FuzzQuery from its bytes, then zeros.
+type fuzzInput struct{ b []byte }
+
+func (in *fuzzInput) byte() byte {
+	if len(in.b) == 0 {
+		return 0
+	}
+	c := in.b[0]
+	in.b = in.b[1:]
+	return c
+}
+
+func (in *fuzzInput) intn(n int) int { return int(in.byte()) % n }
+
+func (in *fuzzInput) uint64() uint64 {
+	var x uint64
+	for range 8 {
+		x = x<<8 | uint64(in.byte())
+	}
+	return x
+}
+
+func (in *fuzzInput) bytes() []byte {
+	b := make([]byte, in.intn(12))
+	for i := range b {
+		b[i] = in.byte()
+	}
+	return b
+}
+
+// value returns a query value: of a record's field (name, or a component
+// of a computed key when name is empty), or of any type.
+func (in *fuzzInput) value(recs []fuzzRec, name string) any {
+	c := in.byte()
+	if c < 192 { // mostly a value that matches
+		rec := reflect.ValueOf(recs[in.intn(len(recs))])
+		if name == "" {
+			return []any{rec.FieldByName("Score").Int() % 3, rec.FieldByName("Town").String()}[in.intn(2)]
+		}
+		f, err := rec.FieldByIndexErr(fieldIndex(name))
+		if err != nil {
+			return nil
+		}
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String {
+			if f.Len() == 0 {
+				return nil
+			}
+			f = f.Index(in.intn(f.Len()))
+		}
+		return f.Interface()
+	}
+	switch c % 14 {
+	case 0:
+		return []string{"", "a", "R", "\x00", "\xff", "S\x00"}[in.intn(6)]
+	case 1:
+		return string(in.bytes())
+	case 2:
+		return [][]byte{nil, {}, {0}, {0xff}}[in.intn(4)]
+	case 3:
+		return []any{0, -1, 1, math.MaxInt, math.MinInt, int64(math.MaxInt64), int8(math.MinInt8), int32(7)}[in.intn(8)]
+	case 4:
+		return []any{uint(0), uint64(math.MaxUint64), uint8(255), uint16(3)}[in.intn(4)]
+	case 5:
+		return []any{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 1.5, float32(0.1), float32(math.Inf(-1))}[in.intn(7)]
+	case 6:
+		return in.byte()&1 == 1
+	case 7:
+		return []time.Time{{}, time.Unix(0, 0), time.Unix(1700000000, 5).In(time.FixedZone("X", 3600)), time.Unix(-1<<40, 0)}[in.intn(4)]
+	case 8:
+		return nil
+	case 9:
+		return []any{struct{}{}, struct{ A int }{1}, FuzzPlace{"Oslo"}}[in.intn(3)]
+	case 10:
+		s, n, w := "R", 1, time.Unix(0, 0)
+		pn := &n
+		return []any{&s, &n, &pn, &w, (*int)(nil), (*string)(nil), (*struct{})(nil), &FuzzPlace{}, make(chan int)}[in.intn(9)]
+	case 11:
+		return []any{[]string{"a"}, []int{1}, []any{"a"}, map[string]int{"a": 1}}[in.intn(4)]
+	case 12:
+		return []any{fuzzName("Bob"), fuzzInt(2), fuzzName(""), fuzzTime(time.Unix(0, 0))}[in.intn(4)]
+	}
+	switch in.intn(6) { // raw bits
+	case 0:
+		return int64(in.uint64())
+	case 1:
+		return in.uint64()
+	case 2:
+		return math.Float64frombits(in.uint64())
+	case 3:
+		return time.Unix(int64(in.uint64()), int64(in.uint64()))
+	case 4:
+		return in.bytes()
+	}
+	return func() {}
+}
+
+func fieldIndex(name string) []int {
+	f, ok := reflect.TypeFor[fuzzRec]().FieldByName(name)
+	if !ok {
+		return []int{0}
+	}
+	return f.Index
+}
+
+// query returns a query of tbl drawn from the input, and the records that
+// values are picked from.
+func (in *fuzzInput) query(tbl *it.Table[fuzzRec], recs []fuzzRec, cursors []string) it.Query {
+	ix := fuzzIndexes[in.intn(len(fuzzIndexes))]
+	q := it.Query{Index: ix.name}
+	component := func(i int) string {
+		if ix.fields == nil {
+			return ""
+		}
+		return ix.fields[min(i, len(ix.fields)-1)]
+	}
+	width := len(ix.fields)
+	if ix.fields == nil {
+		width = 2 // score_mod's
+	}
+	for i := range in.intn(width+2) % (width + 1) {
+		q.Eq = append(q.Eq, in.value(recs, component(i)))
+	}
+	for _, b := range []**it.Bound{&q.Lower, &q.Upper} {
+		if c := in.byte(); c&3 == 3 {
+			*b = &it.Bound{Value: in.value(recs, component(len(q.Eq))), Exclusive: c&4 == 4}
+		}
+	}
+	flags := in.byte()
+	q.Reverse, q.Covered = flags&1 == 1, flags&6 == 6
+	limits := []int{0, 1, 2, 3, 5, 64, 65, math.MaxInt, math.MaxInt - 1, 0, 1, 2, 7, -1, math.MinInt}
+	if k := in.intn(len(limits) + 1); k < len(limits) {
+		q.Limit = limits[k]
+	} else {
+		q.Limit = int(in.uint64())
+	}
+	for range []int{0, 0, 1, 2}[in.intn(4)] {
+		q.Fields = append(q.Fields, fuzzFields[in.intn(len(fuzzFields))])
+	}
+	for range []int{0, 0, 0, 0, 1, 2}[in.intn(6)] {
+		if q.Where == nil {
+			q.Where = map[string]any{}
+		}
+		name := fuzzFields[in.intn(len(fuzzFields))]
+		q.Where[name] = in.value(recs, name)
+	}
+	switch in.intn(16) {
+	case 1:
+		q.Cursor = string(in.bytes())
+	case 2:
+		q.Cursor = base64.RawURLEncoding.EncodeToString(in.bytes())
+	case 3:
+		q.Cursor = cursors[in.intn(len(cursors))]
+	case 4, 5, 6, 7: // a cursor of this query, perhaps altered
+		p := q
+		p.Limit = 1 + in.intn(5)
+		if _, cursor, err := tbl.FindPage(context.Background(), p); err == nil && cursor != "" {
+			q.Cursor = cursor
+			if c := in.byte(); c&3 == 3 {
+				b := []byte(cursor)
+				b[int(c)%len(b)] ^= in.byte() | 1
+				q.Cursor = string(b)
+			}
+		}
+	}
+	return q
+}
+
+// fuzzTable is a table FuzzQuery reads, with its records and cursors of
+// some of its queries.
+type fuzzTable struct {
+	tbl     *it.Table[fuzzRec]
+	recs    []fuzzRec
+	byID    map[int]fuzzRec
+	cursors []string
+}
+
+// openFuzzTables opens the tables FuzzQuery reads: binary-coded on a
+// store that reuses its scans' memory, JSON-coded over three shards.
+func openFuzzTables(t testing.TB) []fuzzTable {
+	ctx := context.Background()
+	sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+	require.NoError(t, err)
+	var tables []fuzzTable
+	for i, s := range []struct {
+		store it.Store
+		codec it.Codec
+	}{{reusingStore{it.NewMemoryStore()}, &it.BinaryCodec{}}, {sharded, it.JSONCodec{}}} {
+		ft := fuzzTable{tbl: openFuzzTable(t, s.store, s.codec, uint64(i)), byID: map[int]fuzzRec{}}
+		for rec, err := range ft.tbl.Find(ctx, it.Query{}) {
+			require.NoError(t, err)
+			ft.recs = append(ft.recs, rec)
+			ft.byID[rec.ID] = rec
+		}
+		for _, q := range []it.Query{{Limit: 3}, {Index: "town", Limit: 2}, {Index: "tags", Limit: 1, Reverse: true}} {
+			_, cursor, err := ft.tbl.FindPage(ctx, q)
+			require.NoError(t, err)
+			ft.cursors = append(ft.cursors, cursor)
+		}
+		tables = append(tables, ft)
+	}
+	return tables
+}
+
+// FuzzQuery drives Find, FindPage, Count and Exists with arbitrary
+// queries: none may panic, or fail with an error that is not one of the
+// documented sentinels of a bad query; and for a query that succeeds,
+// they must agree: a limited Find is a prefix of the unlimited one,
+// FindPage's pages follow its cursors to the same records, and Count and
+// Exists count them.
+func FuzzQuery(f *testing.F) {
+	// The bytes choose: the table, the index, how many Eq values, then
+	// each value, Lower and Upper (3: inclusive, 7: exclusive, then the
+	// value), flags (1: Reverse, 6: Covered), the Limit (7: math.MaxInt),
+	// how many Fields and Where, and the cursor (4: one of the query).
+	for i := range fuzzIndexes {
+		ix := byte(i)
+		f.Add([]byte{0, ix, 0, 0, 0, 0, 7})             // all of it
+		f.Add([]byte{1, ix, 0, 0, 0, 6, 7})             // covered
+		f.Add([]byte{0, ix, 0, 0, 0, 1, 1, 0, 0, 4, 1}) // reversed, from a cursor
+		f.Add([]byte{1, ix, 1, 0, 7, 1, 0, 0, 0, 2})    // a value of a record
+		f.Add([]byte{0, ix, 0, 3, 0, 9, 1, 0, 7, 0, 9}) // a range
+	}
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 2, 0, 4, 2, 1, 5}) // filtered
+	tables := openFuzzTables(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := &fuzzInput{b}
+		ft := tables[in.intn(len(tables))]
+		q := in.query(ft.tbl, ft.recs, ft.cursors)
+		checkQuery(t, ft, q)
+	})
+}
+
+// queryErr fails t unless err is nil or one of the errors a bad query
+// may return.
+func queryErr(t *testing.T, err error, what string, q it.Query) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, want := range []error{it.ErrInvalidQuery, it.ErrInvalidCursor, it.ErrIndexNotReadable} {
+		if errors.Is(err, want) {
+			return
+		}
+	}
+	t.Fatalf("%s of %s: undocumented error %v", what, fmtQuery(q), err)
+}
+
+func fmtQuery(q it.Query) string {
+	s := fmt.Sprintf("{Index:%q Eq:%#v Reverse:%v Limit:%d Cursor:%q Covered:%v Where:%#v Fields:%q", q.Index, q.Eq, q.Reverse, q.Limit, q.Cursor, q.Covered, q.Where, q.Fields)
+	for name, b := range map[string]*it.Bound{"Lower": q.Lower, "Upper": q.Upper} {
+		if b != nil {
+			s += fmt.Sprintf(" %s:%#v", name, *b)
+		}
+	}
+	return s + "}"
+}
+
+// findAll returns the records Find yields for q, as strings, and its
+// error, which must be the last thing it yields.
+func findAll(t *testing.T, tbl *it.Table[fuzzRec], q it.Query) ([]string, error) {
+	t.Helper()
+	var out []string
+	var err error
+	for rec, e := range tbl.Find(context.Background(), q) {
+		require.NoError(t, err, "Find of %s yields after its error", fmtQuery(q))
+		if err = e; e == nil {
+			out = append(out, recString(rec))
+		}
+	}
+	return out, err
+}
+
+// recString shows everything a record holds, pointers followed, NaNs
+// equal.
+func recString(r fuzzRec) string {
+	opt, city := "nil", "nil"
+	if r.Opt != nil {
+		opt = fmt.Sprint(*r.Opt)
+	}
+	if r.FuzzPlace != nil {
+		city = fmt.Sprintf("%q", r.City)
+	}
+	return fmt.Sprintf("%d %q %q %q %q %d %v %v %s %q %v %s %d %s", r.ID, r.Name, r.Town, r.Tags, r.Email, r.Score, r.Ratio, r.Small,
+		r.When.UTC().Format(time.RFC3339Nano), r.Data, r.Flag, opt, r.U, city)
+}
+
+// checkQuery checks what the reads of q return, alone and against each
+// other.
+func checkQuery(t *testing.T, ft fuzzTable, q it.Query) {
+	ctx := context.Background()
+	tbl := ft.tbl
+	checkRecords(t, ft, q)
+	got, err := findAll(t, tbl, q)
+	queryErr(t, err, "Find", q)
+	n, countErr := tbl.Count(ctx, q)
+	queryErr(t, countErr, "Count", q)
+	require.Equal(t, err == nil, countErr == nil, "Find and Count of %s: %v, %v", fmtQuery(q), err, countErr)
+	one := q
+	one.Limit = 1
+	_, oneErr := findAll(t, tbl, one)
+	exists, existsErr := tbl.Exists(ctx, q)
+	queryErr(t, existsErr, "Exists", q)
+	require.Equal(t, oneErr == nil, existsErr == nil, "Find and Exists of %s: %v, %v", fmtQuery(q), oneErr, existsErr)
+	page, cursor, pageErr := tbl.FindPage(ctx, q)
+	queryErr(t, pageErr, "FindPage", q)
+	if q.Limit <= 0 {
+		require.ErrorIs(t, pageErr, it.ErrInvalidQuery, "FindPage of %s", fmtQuery(q))
+	}
+	if err != nil {
+		return
+	}
+	all := q
+	all.Limit = 0
+	want, err := findAll(t, tbl, all)
+	require.NoError(t, err, "Find of %s", fmtQuery(all))
+	if q.Limit > 0 {
+		want = want[:min(q.Limit, len(want))]
+	}
+	require.Equal(t, want, got, "Find of %s", fmtQuery(q))
+	require.Equal(t, len(got), n, "Count of %s", fmtQuery(q))
+	require.Equal(t, len(got) > 0, exists, "Exists of %s", fmtQuery(q))
+	if q.Limit <= 0 {
+		return
+	}
+	require.NoError(t, pageErr, "FindPage of %s", fmtQuery(q))
+	require.Equal(t, want, pageStrings(page), "FindPage of %s", fmtQuery(q))
+	// The cursors lead through every record of the unlimited query.
+	want, _ = findAll(t, tbl, all)
+	var pages []string
+	for next := q; ; {
+		require.True(t, len(page) > 0 || len(want) == 0, "an empty page of %s", fmtQuery(next))
+		pages = append(pages, pageStrings(page)...)
+		require.LessOrEqual(t, len(pages), len(want), "paging %s", fmtQuery(q))
+		if cursor == "" {
+			break
+		}
+		next.Cursor = cursor
+		page, cursor, err = tbl.FindPage(ctx, next)
+		require.NoError(t, err, "FindPage of %s", fmtQuery(next))
+	}
+	require.Equal(t, want, pages, "paging %s", fmtQuery(q))
+}
+
+func pageStrings(page []fuzzRec) []string {
+	var out []string
+	for _, rec := range page {
+		out = append(out, recString(rec))
+	}
+	return out
+}
+
+// checkRecords checks that the records Find returns for q are those of the
+// table: whole, or in the fields their index entries hold when q is
+// covered or names Fields.
+func checkRecords(t *testing.T, ft fuzzTable, q it.Query) {
+	var held []string
+	if q.Covered || len(q.Fields) > 0 {
+		for _, ix := range fuzzIndexes {
+			if ix.name == q.Index {
+				held = ix.held
+			}
+		}
+	}
+	for rec, err := range ft.tbl.Find(context.Background(), q) {
+		if err != nil {
+			return
+		}
+		want, ok := ft.byID[rec.ID]
+		require.True(t, ok, "Find of %s returns a record with ID %d, which the table has not", fmtQuery(q), rec.ID)
+		if held == nil {
+			require.Equal(t, recString(want), recString(rec), "Find of %s", fmtQuery(q))
+			continue
+		}
+		for _, name := range held {
+			require.Equal(t, fieldString(want, name), fieldString(rec, name), "field %s of record %d, Find of %s", name, rec.ID, fmtQuery(q))
+		}
+	}
+}
+
+// fieldString shows field name of r, or that it is behind a nil pointer.
+func fieldString(r fuzzRec, name string) string {
+	f, err := reflect.ValueOf(r).FieldByIndexErr(fieldIndex(name))
+	switch {
+	case err != nil:
+		return "unreachable"
+	case f.Kind() == reflect.Pointer && f.IsNil():
+		return "nil"
+	case f.Kind() == reflect.Pointer:
+		f = f.Elem()
+	}
+	if w, ok := f.Interface().(time.Time); ok {
+		return w.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("%q", fmt.Sprint(f.Interface()))
+}
