@@ -69,13 +69,13 @@ func TestQueriesTakeAnyLimit(t *testing.T) {
 	}
 }
 
-// ShopLoc is embedded in shop through a pointer, which may be nil.
+// ShopLoc is embedded in locatedShop through a pointer, which may be nil.
 type ShopLoc struct {
 	Town string
 	Zip  int
 }
 
-type shop struct {
+type locatedShop struct {
 	ID   string
 	Name string
 	Note string
@@ -84,8 +84,8 @@ type shop struct {
 
 // shopIndexes key on and project fields behind the embedded pointer, with
 // every strategy.
-func shopIndexes() []it.Index[shop] {
-	return []it.Index[shop]{
+func shopIndexes() []it.Index[locatedShop] {
+	return []it.Index[locatedShop]{
 		{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
 		{Name: "town_full", Fields: []string{"Town"}, Strategy: it.FullCopy},
 		{Name: "name", Fields: []string{"Name"}, Strategy: it.Partial, Projection: []string{"Town", "Zip"}},
@@ -95,20 +95,20 @@ func shopIndexes() []it.Index[shop] {
 }
 
 // coveredShop is what a covered read of index name returns of s.
-func coveredShop(name string, s shop) shop {
+func coveredShop(name string, s locatedShop) locatedShop {
 	switch name {
 	case "town":
-		return shop{ID: s.ID, ShopLoc: &ShopLoc{Town: s.Town}}
+		return locatedShop{ID: s.ID, ShopLoc: &ShopLoc{Town: s.Town}}
 	case "name":
-		c := shop{ID: s.ID, Name: s.Name}
+		c := locatedShop{ID: s.ID, Name: s.Name}
 		if s.ShopLoc != nil {
 			c.ShopLoc = &ShopLoc{Town: s.Town, Zip: s.Zip}
 		}
 		return c
 	case "zip":
-		return shop{ID: s.ID, ShopLoc: &ShopLoc{Zip: s.Zip}}
+		return locatedShop{ID: s.ID, ShopLoc: &ShopLoc{Zip: s.Zip}}
 	case "town_name":
-		return shop{ID: s.ID, Name: s.Name, ShopLoc: &ShopLoc{Town: s.Town, Zip: s.Zip}}
+		return locatedShop{ID: s.ID, Name: s.Name, ShopLoc: &ShopLoc{Town: s.Town, Zip: s.Zip}}
 	}
 	return s
 }
@@ -120,32 +120,32 @@ func coveredShop(name string, s shop) shop {
 // it and read back with it nil.
 func TestReadsThroughAnEmbeddedPointer(t *testing.T) {
 	ctx := context.Background()
-	a := shop{ID: "a", Name: "n", Note: "x", ShopLoc: &ShopLoc{Town: "R", Zip: 1}}
-	b := shop{ID: "b", Name: "n", Note: "y"}                      // no location
-	c := shop{ID: "c", Name: "m", Note: "z", ShopLoc: &ShopLoc{}} // a zero location
+	a := locatedShop{ID: "a", Name: "n", Note: "x", ShopLoc: &ShopLoc{Town: "R", Zip: 1}}
+	b := locatedShop{ID: "b", Name: "n", Note: "y"}                      // no location
+	c := locatedShop{ID: "c", Name: "m", Note: "z", ShopLoc: &ShopLoc{}} // a zero location
 	cases := []struct {
 		index string
-		want  []shop // what a whole-record read returns
+		want  []locatedShop // what a whole-record read returns
 	}{
-		{"", []shop{a, b, c}},
-		{"town", []shop{c, a}},
-		{"town_full", []shop{c, a}},
-		{"name", []shop{c, a, b}},
-		{"zip", []shop{a}},
-		{"town_name", []shop{c, a}},
+		{"", []locatedShop{a, b, c}},
+		{"town", []locatedShop{c, a}},
+		{"town_full", []locatedShop{c, a}},
+		{"name", []locatedShop{c, a, b}},
+		{"zip", []locatedShop{a}},
+		{"town_name", []locatedShop{c, a}},
 	}
 	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
-		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: shopIndexes(), Codec: codec})
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[locatedShop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: shopIndexes(), Codec: codec})
 		require.NoError(t, err)
-		for _, s := range []shop{a, b, c} {
+		for _, s := range []locatedShop{a, b, c} {
 			_, err := tbl.Insert(ctx, s)
 			require.NoError(t, err)
 		}
 		for _, tc := range cases {
 			t.Run(fmt.Sprintf("%T/%s", codec, tc.index), func(t *testing.T) {
-				find := func(q it.Query) []shop {
+				find := func(q it.Query) []locatedShop {
 					q.Index = tc.index
-					var out []shop
+					var out []locatedShop
 					for s, err := range tbl.Find(ctx, q) {
 						require.NoError(t, err)
 						out = append(out, s)
@@ -159,7 +159,7 @@ func TestReadsThroughAnEmbeddedPointer(t *testing.T) {
 				if tc.index == "" {
 					return
 				}
-				var covered []shop
+				var covered []locatedShop
 				for _, s := range tc.want {
 					covered = append(covered, coveredShop(tc.index, s))
 				}
@@ -176,17 +176,17 @@ func TestReadsThroughAnEmbeddedPointer(t *testing.T) {
 		// The pointer set and cleared again moves the record in and out.
 		b2, a2 := b, a
 		b2.ShopLoc, a2.ShopLoc = &ShopLoc{Town: "S", Zip: 2}, nil
-		for _, s := range []shop{a2, b2} {
+		for _, s := range []locatedShop{a2, b2} {
 			_, err := tbl.Update(ctx, s)
 			require.NoError(t, err)
 		}
 		for _, index := range []string{"town", "town_full", "town_name"} {
-			var got []shop
+			var got []locatedShop
 			for s, err := range tbl.Find(ctx, it.Query{Index: index}) {
 				require.NoError(t, err)
 				got = append(got, s)
 			}
-			assert.Equal(t, []shop{c, b2}, got, "%T: index %s", codec, index)
+			assert.Equal(t, []locatedShop{c, b2}, got, "%T: index %s", codec, index)
 		}
 	}
 }
@@ -198,22 +198,22 @@ func TestPrimaryKeyThroughAnEmbeddedPointer(t *testing.T) {
 	ctx := context.Background()
 	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
 		s := it.NewMemoryStore()
-		tbl, err := it.Open(ctx, s, it.Schema[shop]{Name: "shops", PrimaryKey: []string{"Zip"}, Codec: codec,
-			Indexes: []it.Index[shop]{{Name: "name", Fields: []string{"Name"}}}})
+		tbl, err := it.Open(ctx, s, it.Schema[locatedShop]{Name: "shops", PrimaryKey: []string{"Zip"}, Codec: codec,
+			Indexes: []it.Index[locatedShop]{{Name: "name", Fields: []string{"Name"}}}})
 		require.NoError(t, err)
-		a := shop{ID: "a", Name: "n", ShopLoc: &ShopLoc{Town: "R", Zip: 1}}
+		a := locatedShop{ID: "a", Name: "n", ShopLoc: &ShopLoc{Town: "R", Zip: 1}}
 		_, err = tbl.Insert(ctx, a)
 		require.NoError(t, err)
 		before := storeDump(t, s)
-		_, err = tbl.Insert(ctx, shop{ID: "b", Name: "n"})
+		_, err = tbl.Insert(ctx, locatedShop{ID: "b", Name: "n"})
 		require.ErrorIs(t, err, it.ErrInvalidKey)
 		require.Equal(t, before, storeDump(t, s))
-		var got []shop
+		var got []locatedShop
 		for s, err := range tbl.Find(ctx, it.Query{Index: "name", Covered: true}) {
 			require.NoError(t, err)
 			got = append(got, s)
 		}
-		assert.Equal(t, []shop{{Name: "n", ShopLoc: &ShopLoc{Zip: 1}}}, got, "%T", codec)
+		assert.Equal(t, []locatedShop{{Name: "n", ShopLoc: &ShopLoc{Zip: 1}}}, got, "%T", codec)
 	}
 }
 
@@ -521,11 +521,11 @@ func (in *fuzzInput) value(recs []fuzzRec, name string) any {
 	case 9:
 		return []any{struct{}{}, struct{ A int }{1}, FuzzPlace{"Oslo"}}[in.intn(3)]
 	case 10:
-		s, n, w := "R", 1, time.Unix(0, 0)
+		s, n, w, f, f32 := "R", 1, time.Unix(0, 0), 1.5, float32(3)
 		pn := &n
-		return []any{&s, &n, &pn, &w, (*int)(nil), (*string)(nil), (*struct{})(nil), &FuzzPlace{}, make(chan int)}[in.intn(9)]
+		return []any{&s, &n, &pn, &w, &f, &f32, (*int)(nil), (*string)(nil), (*float64)(nil), (*struct{})(nil), &FuzzPlace{}, make(chan int)}[in.intn(12)]
 	case 11:
-		return []any{[]string{"a"}, []int{1}, []any{"a"}, map[string]int{"a": 1}}[in.intn(4)]
+		return []any{[]string{"a"}, []int{1}, []any{"a"}, map[string]int{"a": 1}, []float64{1.5}, []float32{3}, []*float64{nil}}[in.intn(7)]
 	case 12:
 		return []any{fuzzName("Bob"), fuzzInt(2), fuzzName(""), fuzzTime(time.Unix(0, 0))}[in.intn(4)]
 	}
@@ -842,4 +842,41 @@ func fieldString(r fuzzRec, name string) string {
 		return w.UTC().Format(time.RFC3339Nano)
 	}
 	return fmt.Sprintf("%q", fmt.Sprint(f.Interface()))
+}
+
+// TestQueryValuesOfEveryShape: a pointer to a float for a float32 field is
+// its value, rounded (it panicked, calling Float on the pointer), a nil one
+// is nil, and a slice is refused: a query value is one key component.
+func TestQueryValuesOfEveryShape(t *testing.T) {
+	type rec struct {
+		ID string
+		F  float32
+		S  string
+	}
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "f", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[rec]{{Name: "f", Fields: []string{"F"}}, {Name: "s", Fields: []string{"S"}}}})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, rec{ID: "a", F: 0.1, S: "x"})
+	require.NoError(t, err)
+	x, x32 := 0.1, float32(0.1)
+	for _, c := range []struct {
+		index string
+		value any
+		n     int   // records found
+		err   error // or the error
+	}{
+		{"f", &x, 1, nil},
+		{"f", &x32, 1, nil},
+		{"f", (*float64)(nil), 0, nil},
+		{"f", []float64{0.1}, 0, it.ErrInvalidQuery},
+		{"f", &[]float32{0.1}, 0, it.ErrInvalidQuery},
+		{"s", []string{"x"}, 0, it.ErrInvalidQuery},
+		{"s", []any{"x"}, 0, it.ErrInvalidQuery},
+	} {
+		var n int
+		require.NotPanics(t, func() { n, err = tbl.Count(ctx, it.Query{Index: c.index, Eq: it.Tuple{c.value}}) }, "%T", c.value)
+		require.ErrorIs(t, err, c.err, "%T", c.value)
+		require.Equal(t, c.n, n, "%T", c.value)
+	}
 }

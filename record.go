@@ -242,7 +242,15 @@ func queryComponent(f *field, v any) (w any, rounded bool, err error) {
 	if v == nil {
 		return nil, false, nil
 	}
-	if want, got := kindClass(f.typ), kindClass(reflect.TypeOf(v)); want != got {
+	rv := reflect.ValueOf(v)
+	vt := rv.Type()
+	if vt.Kind() == reflect.Pointer {
+		vt = vt.Elem()
+	}
+	if vt.Kind() == reflect.Slice && vt.Elem().Kind() != reflect.Uint8 {
+		return nil, false, fmt.Errorf("%w: field %q: a query value is one key component, not a slice (%T)", ErrInvalidQuery, f.name, v)
+	}
+	if want, got := kindClass(f.typ), kindClass(rv.Type()); want != got {
 		return nil, false, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
 	}
 	t := f.typ
@@ -253,7 +261,13 @@ func queryComponent(f *field, v any) (w any, rounded bool, err error) {
 		t = t.Elem()
 	}
 	if t.Kind() == reflect.Float32 {
-		return float64(float32(reflect.ValueOf(v).Float())), true, nil
+		if rv.Kind() == reflect.Pointer {
+			if rv.IsNil() {
+				return nil, true, nil // a nil pointer is nil
+			}
+			rv = rv.Elem()
+		}
+		return float64(float32(rv.Float())), true, nil
 	}
 	return v, false, nil
 }
