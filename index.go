@@ -24,7 +24,9 @@ type Index[T any] struct {
 	// Fields names the exported fields that make the key, in order. A field
 	// may be a string, []byte, bool, integer, float, time.Time, or a pointer
 	// to one of these (nil is indexed as nil); in a MultiValued index, also a
-	// slice of these, whose elements each make a key.
+	// slice of these, whose elements each make a key. A field of an embedded
+	// struct that a nil pointer leaves out is absent, not nil: the record is
+	// left out of the index, sparse or not.
 	Fields []string
 	// Key computes the keys of a record, as an escape hatch for keys that are
 	// not plain fields; set either Key or Fields. Returning no tuple leaves
