@@ -3,6 +3,12 @@ GO ?= go
 BENCHTIME ?= 20000x
 BENCHCOUNT ?= 5
 FUZZTIME ?= 30s
+# go test's budget for each package's test binary (10 minutes by default).
+# Tests detect a hang by lack of progress (storetest: none for 2 minutes), so
+# this budget only stops a hang nothing else detects: it is generous, since a
+# busy 2-core machine under the race detector stretches the slowest packages
+# (the core's, pebblestore's) to several minutes.
+TESTTIMEOUT ?= 1h
 
 # The core module and the nested ones (go.work joins them): Pebble lives in
 # pebblestore's module, so the core's go.mod never requires it. The Azure Table
@@ -17,11 +23,11 @@ PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... ./cmd/indextable/.
 # when the Azure store exists).
 test:
 	$(GO) vet $(PACKAGES)
-	$(if $(AZSTORE),scripts/azurite )$(GO) test -race -count=1 $(PACKAGES)
+	$(if $(AZSTORE),scripts/azurite )$(GO) test -race -count=1 -timeout=$(TESTTIMEOUT) $(PACKAGES)
 
 # The Azure Table store's tests against a fresh in-memory Azurite.
 azurite:
-	scripts/azurite $(GO) test -race -count=1 ./azstore/...
+	scripts/azurite $(GO) test -race -count=1 -timeout=$(TESTTIMEOUT) ./azstore/...
 
 # The benchmarks at 100,000 records, with the google/btree floor in the same run
 # (BENCHTIME operations each, BENCHCOUNT times: compare medians).

@@ -651,7 +651,7 @@ func decodeIndexDefinition(b []byte) (IndexDefinition, error) {
 	t, err := DecodeTuple(b)
 	bad := fmt.Errorf("%w: index definition %q", ErrCodec, b)
 	if err != nil {
-		return d, fmt.Errorf("%w: %w", bad, err)
+		return d, wrapErrorf(ErrCodec, err, "index definition %q", b)
 	}
 	next := func() any {
 		if len(t) == 0 {

@@ -19,6 +19,11 @@ import (
 // Codec turns records into the bytes stored in fact tables and in
 // full-copy and partial index entries. The default is JSONCodec. A table
 // marshals a pointer to a record or to a field, and unmarshals into one.
+//
+// A codec reports a value it cannot encode, or bytes it cannot decode,
+// with an error, best one wrapping ErrCodec, as this package's codecs do.
+// The table wraps any other error of a codec in ErrCodec, keeping it:
+// errors.Is matches both.
 type Codec interface {
 	// Marshal encodes the value v points to: a record or one of its fields.
 	Marshal(v any) ([]byte, error)
@@ -35,11 +40,16 @@ type Codec interface {
 // stored record, and a primary key JSON would alter is refused.
 type JSONCodec struct{}
 
-// Marshal implements Codec.
-func (JSONCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+// Marshal implements Codec. A value JSON cannot encode (NaN, an
+// infinity, a cycle, a channel or func field) fails with ErrCodec.
+func (JSONCodec) Marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	return b, codecError(err)
+}
 
-// Unmarshal implements Codec.
-func (JSONCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+// Unmarshal implements Codec. Data that is not JSON, or does not fit the
+// value v points to, fails with ErrCodec.
+func (JSONCodec) Unmarshal(data []byte, v any) error { return codecError(json.Unmarshal(data, v)) }
 
 // AppendMarshaler is a Codec that can encode into a caller's buffer,
 // which saves every write a copy of the record.
@@ -49,17 +59,18 @@ type AppendMarshaler interface {
 }
 
 // appendMarshal appends the encoding of v to dst, through AppendMarshal
-// when c has it (and checks that it did append).
+// when c has it (and checks that it did append). A failure matches
+// ErrCodec, whatever error c returned.
 func appendMarshal(c Codec, dst []byte, v any) ([]byte, error) {
 	if am, ok := c.(AppendMarshaler); ok {
 		out, err := am.AppendMarshal(dst, v)
 		if err == nil && (len(out) < len(dst) || !bytes.Equal(out[:len(dst)], dst)) {
 			err = fmt.Errorf("%w: %T.AppendMarshal did not append to its buffer", ErrCodec, c)
 		}
-		return out, err
+		return out, codecError(err)
 	}
 	b, err := c.Marshal(v)
-	return append(dst, b...), err
+	return append(dst, b...), codecError(err)
 }
 
 // ErrCodec reports a value a codec cannot encode, or stored bytes that
@@ -418,7 +429,7 @@ func compileBinary(t reflect.Type, h io.Writer, visiting map[reflect.Type]bool) 
 			fmt.Fprintf(h, "%s:", sf.Name)
 			enc, dec, err := compileBinary(sf.Type, h, visiting)
 			if err != nil {
-				return nil, nil, fmt.Errorf("field %s: %w", sf.Name, err)
+				return nil, nil, wrapErrorf(ErrCodec, err, "field %s", sf.Name)
 			}
 			fields = append(fields, fieldCodec{i, sf.Offset, sf.Type.Kind() == reflect.String, enc, dec})
 		}

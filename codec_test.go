@@ -3,6 +3,7 @@ package indextable_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,6 +30,51 @@ var (
 	_ indextable.Codec           = (*indextable.BinaryCodec)(nil)
 	_ indextable.AppendMarshaler = (*indextable.BinaryCodec)(nil)
 )
+
+// jsonCycle contains itself through a pointer, which JSON cannot encode
+// once the pointer makes a cycle.
+type jsonCycle struct{ Next *jsonCycle }
+
+// TestJSONCodecErrors: what encoding/json refuses fails with ErrCodec, and
+// the error keeps encoding/json's, for errors.As.
+func TestJSONCodecErrors(t *testing.T) {
+	var c indextable.JSONCodec
+	cycle := &jsonCycle{}
+	cycle.Next = cycle
+	var unsupportedValue *json.UnsupportedValueError
+	var unsupportedType *json.UnsupportedTypeError
+	var unmarshalType *json.UnmarshalTypeError
+	var syntax *json.SyntaxError
+	var invalidUnmarshal *json.InvalidUnmarshalError
+	encode := func(v any) func() error {
+		return func() error { _, err := c.Marshal(v); return err }
+	}
+	for _, tc := range []struct {
+		name string
+		call func() error
+		as   any // a pointer to the encoding/json error it keeps
+	}{
+		{"NaN", encode(math.NaN()), &unsupportedValue},
+		{"+Inf", encode(struct{ F float64 }{math.Inf(1)}), &unsupportedValue},
+		{"-Inf", encode(map[string]float32{"f": float32(math.Inf(-1))}), &unsupportedValue},
+		{"cycle", encode(cycle), &unsupportedValue},
+		{"chan field", encode(struct{ C chan int }{}), &unsupportedType},
+		{"func field", encode(struct{ F func() }{}), &unsupportedType},
+		{"type mismatch", func() error { return c.Unmarshal([]byte(`{"N":"one"}`), &struct{ N int }{}) }, &unmarshalType},
+		{"not JSON", func() error { return c.Unmarshal([]byte(`{`), &struct{}{}) }, &syntax},
+		{"not a pointer", func() error { return c.Unmarshal([]byte(`{}`), struct{}{}) }, &invalidUnmarshal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			require.ErrorIs(t, err, indextable.ErrCodec)
+			assert.ErrorAs(t, err, tc.as)
+			assert.True(t, strings.HasPrefix(err.Error(), "indextable: codec: "), err.Error())
+		})
+	}
+	var v struct{ N int }
+	require.NoError(t, c.Unmarshal([]byte(`{"N":1}`), &v), "valid input still decodes")
+	assert.Equal(t, 1, v.N)
+}
 
 // codecTown is a named string type.
 type codecTown string
@@ -467,6 +513,9 @@ func TestBinaryCodecUnsupportedTypes(t *testing.T) {
 			var err error
 			require.NotPanics(t, func() { _, err = c.Marshal(tc.v) })
 			require.ErrorIs(t, err, indextable.ErrCodec)
+			// The sentinel first, then where, however deep the field.
+			assert.True(t, strings.HasPrefix(err.Error(), "indextable: codec: "), err.Error())
+			assert.Equal(t, 1, strings.Count(err.Error(), "indextable:"), err.Error())
 			require.NotPanics(t, func() { _, err = c.AppendMarshal([]byte("x"), tc.v) })
 			require.ErrorIs(t, err, indextable.ErrCodec)
 		})

@@ -188,7 +188,7 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 			}
 			k, err := AppendTuple(bytes.Clone(scratch), t...)
 			if err != nil {
-				return dst, fmt.Errorf("%w: index %q: %w", ErrInvalidKey, ix.name, err)
+				return dst, wrapErrorf(ErrInvalidKey, err, "index %q", ix.name)
 			}
 			dst = appendUnique(dst, start, k)
 		}

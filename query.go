@@ -121,15 +121,15 @@ func (t *Table[T]) compileWhere(q Query, p *scanPlan) error {
 	for _, name := range names {
 		f, err := lookupField(t.rtype, name, false)
 		if err != nil {
-			return fmt.Errorf("%w: Where: %w", ErrInvalidQuery, err)
+			return wrapErrorf(ErrInvalidQuery, err, "Where")
 		}
 		w, _, err := queryComponent(&f, q.Where[name])
 		if err != nil {
-			return fmt.Errorf("Where %q: %w", name, err)
+			return wrapErrorf(ErrInvalidQuery, err, "Where %q", name)
 		}
 		want, err := AppendElement(nil, w)
 		if err != nil {
-			return fmt.Errorf("%w: Where %q: %w", ErrInvalidQuery, name, err)
+			return wrapErrorf(ErrInvalidQuery, err, "Where %q", name)
 		}
 		p.where = append(p.where, whereCond{f, want})
 	}
@@ -216,7 +216,7 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	}
 	eq, err := AppendTuple(append(p.buf, prefix...), q.Eq...)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		return wrapErrorf(ErrInvalidQuery, err, "")
 	}
 	p.buf = eq[:0] // keep a buffer that grew for the next plan
 	p.eq = eq[len(prefix):]
@@ -224,7 +224,7 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	p.r.Start, p.r.End = eq, appendTupleEnd(eq[len(eq):], eq) // the end after the start, in p.buf
 	if q.Lower != nil {
 		if p.r.Start, err = AppendElement(bytes.Clone(eq), q.Lower.Value); err != nil {
-			return fmt.Errorf("%w: lower bound: %w", ErrInvalidQuery, err)
+			return wrapErrorf(ErrInvalidQuery, err, "lower bound")
 		}
 		if q.Lower.Exclusive {
 			p.r.Start = tupleEnd(p.r.Start)
@@ -232,7 +232,7 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	}
 	if q.Upper != nil {
 		if p.r.End, err = AppendElement(bytes.Clone(eq), q.Upper.Value); err != nil {
-			return fmt.Errorf("%w: upper bound: %w", ErrInvalidQuery, err)
+			return wrapErrorf(ErrInvalidQuery, err, "upper bound")
 		}
 		if !q.Upper.Exclusive {
 			p.r.End = tupleEnd(p.r.End)

@@ -376,7 +376,7 @@ func decodeStoredUsage(b []byte) (storedUsage, error) {
 	u := newStoredUsage()
 	t, err := DecodeTuple(b)
 	if err != nil {
-		return u, fmt.Errorf("%w: usage record: %w", ErrCodec, err)
+		return u, wrapErrorf(ErrCodec, err, "usage record")
 	}
 	bad := fmt.Errorf("%w: usage record: malformed", ErrCodec)
 	next := func() int64 {
@@ -561,7 +561,7 @@ func (u *storedUsage) usage(names []string) (TableUsage, error) {
 		for _, k := range encoded {
 			key, err := DecodeTuple([]byte(k))
 			if err != nil {
-				return TableUsage{}, fmt.Errorf("%w: usage of index %q: %w", ErrCodec, name, err)
+				return TableUsage{}, wrapErrorf(ErrCodec, err, "usage of index %q", name)
 			}
 			iu.ReadKeys = append(iu.ReadKeys, KeyReads{Key: key, Reads: keys[k]})
 		}
@@ -775,7 +775,7 @@ func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (
 	if s.Entries > 0 {
 		var err error
 		if s.CommonKey, err = DecodeTuple(common); err != nil {
-			return IndexStats{}, fmt.Errorf("%w: index %q: %w", ErrMalformedKey, ix.name, err)
+			return IndexStats{}, wrapErrorf(ErrMalformedKey, err, "index %q", ix.name)
 		}
 		if s.Prefixes, err = prefixes.finish(); err != nil {
 			return IndexStats{}, fmt.Errorf("index %q: %w", ix.name, err)

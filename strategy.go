@@ -113,7 +113,7 @@ func (p projection) decodePayload(payload string, rv reflect.Value, c Codec) err
 		if fast {
 			err = sd.unmarshalString(b, fv.Addr().Interface())
 		} else {
-			err = c.Unmarshal([]byte(b), fv.Addr().Interface())
+			err = codecError(c.Unmarshal([]byte(b), fv.Addr().Interface()))
 		}
 		if err != nil {
 			return fmt.Errorf("projected field %q: %w", p.fields[i].name, err)

@@ -550,7 +550,7 @@ func (t *Table[T]) decodeInto(payload []byte, ptr reflect.Value, kept bool) erro
 	if kept && t.inPlace != nil {
 		return t.inPlace.decode(bytesString(payload), ptr.Elem())
 	}
-	return t.codec.Unmarshal(payload, ptr.Interface())
+	return codecError(t.codec.Unmarshal(payload, ptr.Interface()))
 }
 
 // A fact record is stored as its version (a uvarint), then its codec
@@ -594,7 +594,7 @@ func (t *Table[T]) factKeyOf(dst []byte, pk Tuple) ([]byte, error) {
 			key, err = AppendElement(key, w)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+			return nil, wrapErrorf(ErrInvalidKey, err, "")
 		}
 	}
 	return key, nil

@@ -92,6 +92,12 @@ func crashRounds(t *testing.T, bin, mode string, rounds int, rng *rand.Rand) {
 	t.Logf("%s: %+v", mode, st)
 }
 
+// writerStall is how long the writer may print nothing before its round
+// calls it stuck: generous, as its start (Pebble's Open and recovery) may
+// take many seconds on a busy machine, and a stuck writer prints nothing
+// ever.
+const writerStall = 2 * time.Minute
+
 // runAndKill starts the writer on dir and kills it: in one round of five,
 // at a random moment within startup, the time the writer took to get ready
 // when last seen (which it updates), so during its start, Open and
@@ -124,7 +130,8 @@ func runAndKill(t *testing.T, bin, dir, mode string, round int, rng *rand.Rand, 
 		target = 0
 		deadline = time.After(time.Duration(rng.Int64N(int64(*startup))))
 	}
-	stuck := time.After(20 * time.Second)
+	stuck := time.NewTimer(writerStall)
+	defer stuck.Stop()
 	var got []string
 wait:
 	for {
@@ -133,6 +140,7 @@ wait:
 			if !ok {
 				break wait // the writer exited: Wait reports why
 			}
+			stuck.Reset(writerStall)
 			got = append(got, l)
 			switch {
 			case strings.HasPrefix(l, "ready "):
@@ -147,8 +155,8 @@ wait:
 			}
 		case <-deadline:
 			break wait
-		case <-stuck:
-			t.Errorf("round %d: the writer is stuck", round)
+		case <-stuck.C:
+			t.Errorf("round %d: the writer is stuck: it printed nothing for %v", round, writerStall)
 			break wait
 		}
 	}

@@ -45,6 +45,15 @@ var ErrLocked = errors.New("pebblestore: directory in use")
 // ErrReadOnly reports a write to a store opened with Options.ReadOnly.
 var ErrReadOnly = errors.New("pebblestore: read-only")
 
+// ErrInvalidDir reports a path that Open cannot keep a store in: an empty
+// one, or one that names, or passes through, something other than a
+// directory.
+var ErrInvalidDir = errors.New("pebblestore: invalid directory")
+
+// ErrNoStore reports a read-only Open (Options.ReadOnly) of a directory
+// that does not exist or holds no store.
+var ErrNoStore = errors.New("pebblestore: no store")
+
 // Options configures Open. The zero value is a durable store with Pebble's
 // defaults, a 64 MiB block cache and bloom filters for point reads.
 type Options struct {
@@ -68,10 +77,11 @@ type Options struct {
 	// errors at Error level. Nil drops them.
 	Logger *slog.Logger
 	// ReadOnly opens an existing store without writing to it, for tools:
-	// the directory must hold a store, Apply returns an error wrapping
-	// ErrReadOnly, and Pebble neither flushes nor compacts. It still takes
-	// the directory's lock (creating its LOCK file if there is none), so it
-	// fails with ErrLocked while a program has the store open.
+	// the directory must hold a store (else Open fails with ErrNoStore),
+	// Apply returns an error wrapping ErrReadOnly, and Pebble neither
+	// flushes nor compacts. It still takes the directory's lock (creating
+	// its LOCK file if there is none), so it fails with ErrLocked while a
+	// program has the store open.
 	ReadOnly bool
 }
 
@@ -104,14 +114,11 @@ var _ indextable.Store = (*Store)(nil)
 
 // Open opens the store in dir, creating the directory and an empty store if
 // needed. It fails with an error wrapping ErrLocked when another store holds
-// dir.
+// dir, ErrInvalidDir when dir is empty or not a directory, and, read-only,
+// ErrNoStore when dir holds no store.
 func Open(dir string, opts Options) (*Store, error) {
-	if opts.ReadOnly {
-		if _, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("pebblestore: %w", err)
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pebblestore: %w", err)
+	if err := prepareDir(dir, opts.ReadOnly); err != nil {
+		return nil, err
 	}
 	// Pebble knows the directories this process holds by path, so every
 	// path to one (through a symbolic link, or relative) must be the same.
@@ -146,6 +153,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		lock.Close()
+		if opts.ReadOnly && errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return nil, fmt.Errorf("%w: %w", ErrNoStore, err)
+		}
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
 	}
 	s := &Store{wo: pebble.Sync, seed: maphash.MakeSeed(), db: db, lock: lock, readOnly: opts.ReadOnly}
@@ -153,6 +163,32 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.wo = pebble.NoSync
 	}
 	return s, nil
+}
+
+// prepareDir checks that dir can hold a store: that it is a directory,
+// which it creates unless readOnly, when it must exist.
+func prepareDir(dir string, readOnly bool) error {
+	if dir == "" {
+		return fmt.Errorf("%w: empty path", ErrInvalidDir)
+	}
+	var err error
+	if readOnly {
+		var info fs.FileInfo
+		if info, err = os.Stat(dir); err == nil && !info.IsDir() {
+			return fmt.Errorf("%w: %s is not a directory", ErrInvalidDir, dir)
+		}
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w: %w", ErrInvalidDir, err)
+	case readOnly && errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %w", ErrNoStore, err)
+	}
+	return fmt.Errorf("pebblestore: %w", err)
 }
 
 // canonical returns the absolute path of dir with no symbolic links.

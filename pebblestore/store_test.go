@@ -3,10 +3,12 @@ package pebblestore_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +68,7 @@ func TestReadOnly(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	_, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: true})
-	require.Error(t, err, "no store yet")
+	require.ErrorIs(t, err, pebblestore.ErrNoStore, "no store yet")
 	s := open(t, dir, pebblestore.Options{})
 	var b indextable.Batch
 	b.Put([]byte("a"), []byte("1"))
@@ -139,12 +141,43 @@ func TestOpenInChild(t *testing.T) {
 	t.Log("ErrLocked:", err)
 }
 
+// TestOpenBadDirectory: a path that cannot hold a store, or, read-only,
+// holds none, fails with a sentinel that says which, and creates nothing.
 func TestOpenBadDirectory(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "file")
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	_, err := pebblestore.Open(file, pebblestore.Options{})
-	require.Error(t, err)
-	assert.NotErrorIs(t, err, pebblestore.ErrLocked)
+	empty := filepath.Join(tmp, "empty")
+	require.NoError(t, os.Mkdir(empty, 0o755))
+	for _, tc := range []struct {
+		name     string
+		dir      string
+		readOnly bool
+		is       []error
+	}{
+		{"empty path", "", false, []error{pebblestore.ErrInvalidDir}},
+		{"empty path, read-only", "", true, []error{pebblestore.ErrInvalidDir}},
+		{"a file", file, false, []error{pebblestore.ErrInvalidDir}},
+		{"a file, read-only", file, true, []error{pebblestore.ErrInvalidDir}},
+		{"under a file", filepath.Join(file, "sub"), false, []error{pebblestore.ErrInvalidDir}},
+		{"under a file, read-only", filepath.Join(file, "sub"), true, []error{pebblestore.ErrInvalidDir}},
+		{"missing, read-only", filepath.Join(tmp, "missing"), true, []error{pebblestore.ErrNoStore, fs.ErrNotExist}},
+		{"no store, read-only", empty, true, []error{pebblestore.ErrNoStore}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := pebblestore.Open(tc.dir, pebblestore.Options{ReadOnly: tc.readOnly})
+			require.Error(t, err)
+			require.Nil(t, s)
+			for _, want := range tc.is {
+				assert.ErrorIs(t, err, want)
+			}
+			assert.NotErrorIs(t, err, pebblestore.ErrLocked)
+			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
+			t.Log(err)
+		})
+	}
+	_, err := os.Stat(filepath.Join(tmp, "missing"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a read-only Open creates no directory")
 }
 
 // TestTablesShareTheStore: tables in one store are key prefixes of it, and
@@ -192,6 +225,12 @@ func TestTablesShareTheStore(t *testing.T) {
 	}
 }
 
+// closeStall is how long the goroutines and files a closed store leaves
+// may go without one of them ending before TestCloseReleasesEverything
+// calls them leaked: generous, as a busy machine may not run them for a
+// while.
+const closeStall = time.Minute
+
 // TestCloseReleasesEverything: after Close, Pebble's goroutines have ended
 // and its files are closed.
 func TestCloseReleasesEverything(t *testing.T) {
@@ -215,9 +254,15 @@ func TestCloseReleasesEverything(t *testing.T) {
 	require.Greater(t, fds(), files)
 	require.NoError(t, s.Close())
 	assert.Nil(t, s.DB())
-	// Polled here: assert.Eventually adds goroutines of its own.
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines || fds() > files; {
-		require.True(t, time.Now().Before(deadline), "goroutines %d (were %d), files %d (were %d)",
+	// Polled here: assert.Eventually adds goroutines of its own. A poll
+	// that finds fewer goroutines and files than any before is progress;
+	// only closeStall without any fails, however slow the machine.
+	least, since := runtime.NumGoroutine()+fds(), time.Now()
+	for runtime.NumGoroutine() > goroutines || fds() > files {
+		if n := runtime.NumGoroutine() + fds(); n < least {
+			least, since = n, time.Now()
+		}
+		require.Less(t, time.Since(since), closeStall, "goroutines %d (were %d), files %d (were %d)",
 			runtime.NumGoroutine(), goroutines, fds(), files)
 		time.Sleep(10 * time.Millisecond)
 	}

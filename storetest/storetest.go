@@ -18,7 +18,10 @@
 // 'TestPebbleStore/Batch'` selects a group. The suite is deterministic, and
 // it respects the store's Atomicity: multi-key batches use keys of one
 // partition, and a check whose batch the scope cannot hold is skipped.
-// A store that deadlocks fails the suite after a timeout instead of hanging.
+// A store that deadlocks fails the suite instead of hanging: a check that
+// makes no progress (no store call of its returns) for two minutes is
+// called deadlocked, however long it runs while it makes progress, so that
+// a slow machine cannot fail it.
 package storetest
 
 import (
@@ -48,7 +51,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) indextable.Store) {
 	for _, tc := range suite {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
-			t.Cleanup(func() { within(t, "Close", s.Close) })
+			t.Cleanup(func() { within(t, "Close", func(func()) error { return s.Close() }) })
 			tc.run(t, s)
 		})
 	}
@@ -83,24 +86,53 @@ var suite = []struct {
 	{"Atomicity", testAtomicity},
 }
 
-// timeout bounds every step that a deadlocked store would never finish. It
-// is generous: a disk store under the race detector (Pebble also turns on
-// its invariant checks then) takes seconds for the concurrent checks.
-const timeout = 60 * time.Second
+// stallLimit is how long a step may go without progress before the suite
+// calls the store deadlocked. A step is judged by its progress, not by its
+// total time, which a busy machine stretches without bound (a disk store's
+// concurrent checks under the race detector take minutes there, Pebble
+// turning on its invariant checks too); no single call of a working store
+// takes this long.
+const stallLimit = 2 * time.Minute
 
 var bg = context.Background()
 
-// within runs fn on its own goroutine and fails t if fn returns an error or
-// has not returned within timeout. fn must not call t.FailNow (or require).
-func within(t *testing.T, what string, fn func() error) {
+// within runs fn on its own goroutine and fails t if fn returns an error,
+// or, as deadlocked, if stallLimit passes with no progress: fn calls
+// progress each time it gets further, a store call of its having returned
+// (a step of one call need not). fn must not call t.FailNow (or require).
+func within(t *testing.T, what string, fn func(progress func()) error) {
 	t.Helper()
+	var calls atomic.Int64
 	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		require.NoError(t, err, what)
-	case <-time.After(timeout):
-		require.FailNowf(t, "store deadlocked", "%s did not return within %v", what, timeout)
+	go func() { done <- fn(func() { calls.Add(1) }) }()
+	tick := time.NewTicker(stallLimit / 8)
+	defer tick.Stop()
+	err := await(done, calls.Load, tick.C, time.Now(), stallLimit)
+	if errors.Is(err, errStalled) {
+		require.FailNowf(t, "store deadlocked", "%s: %v", what, err)
+	}
+	require.NoError(t, err, what)
+}
+
+// errStalled reports a step that made no progress for its limit.
+var errStalled = errors.New("stalled")
+
+// await returns the error a step sends on done, or errStalled once a tick
+// finds that progress, the count of the step's progress calls, has not
+// grown for limit since start or its last growth.
+func await(done <-chan error, progress func() int64, ticks <-chan time.Time, start time.Time, limit time.Duration) error {
+	seen, since := progress(), start
+	for {
+		select {
+		case err := <-done:
+			return err
+		case now := <-ticks:
+			if n := progress(); n != seen {
+				seen, since = n, now
+			} else if now.Sub(since) >= limit {
+				return fmt.Errorf("%w: no progress for %v (after %d steps)", errStalled, limit, n)
+			}
+		}
 	}
 }
 
@@ -502,7 +534,7 @@ func testStopEarly(t *testing.T, s indextable.Store) {
 				}
 			}
 			require.Equal(t, stop, n)
-			within(t, "a write after a stopped scan", func() error {
+			within(t, "a write after a stopped scan", func(func()) error {
 				var b indextable.Batch
 				b.Put(bs("x"), bs("x"))
 				return s.Apply(bg, &b)
@@ -690,7 +722,7 @@ func testConcurrentCompareAndSet(t *testing.T, s indextable.Store) {
 	const workers, increments = 4, 25
 	key := bs("counter")
 	put(t, s, key, bs("0"))
-	within(t, "concurrent compare-and-set", func() error {
+	within(t, "concurrent compare-and-set", func(progress func()) error {
 		errc := make(chan error, workers)
 		for range workers {
 			go func() {
@@ -713,6 +745,7 @@ func testConcurrentCompareAndSet(t *testing.T, s indextable.Store) {
 							return err
 						default:
 							i++
+							progress() // only a won race: conflicts forever are no progress
 						}
 					}
 					return nil
@@ -751,7 +784,10 @@ func testConcurrentWritesAndScans(t *testing.T, s indextable.Store) {
 		put(t, s, k, sealed(k, 0))
 	}
 	size := batchSize(s, 8)
-	within(t, "concurrent writes and scans", func() error {
+	// The writers run until the scanners are done, so only the scanners
+	// report progress: a scanner that hangs while the writers go on is a
+	// deadlock, and so is a writer that hangs once the scanners are done.
+	within(t, "concurrent writes and scans", func(progress func()) error {
 		var stop atomic.Bool // set when the scanners are done
 		errc := make(chan error, writers+scanners)
 		for w := range writers {
@@ -786,6 +822,7 @@ func testConcurrentWritesAndScans(t *testing.T, s indextable.Store) {
 							if err != nil {
 								return err
 							}
+							progress()
 							if err := checkSealed(e.Key, e.Value); err != nil {
 								return err
 							}
@@ -817,12 +854,13 @@ func testScanBodyWrites(t *testing.T, s indextable.Store) {
 		putAll(t, s, keys)
 		r := indextable.ScanRange{Start: bs(prefix), End: bs(prefix + "\xff"), Reverse: reverse}
 		var got []kv
-		within(t, "a scan whose loop body writes", func() error {
+		within(t, "a scan whose loop body writes", func(progress func()) error {
 			i := 0
 			for e, err := range s.Scan(bg, r) {
 				if err != nil {
 					return err
 				}
+				progress()
 				got = append(got, kv{string(e.Key), string(e.Value)})
 				// Write outside the range, and to the key just yielded.
 				key := bytes.Clone(e.Key)
@@ -831,6 +869,7 @@ func testScanBodyWrites(t *testing.T, s indextable.Store) {
 				if err := s.Apply(bg, &b); err != nil {
 					return err
 				}
+				progress()
 				b.Reset()
 				if i%2 == 0 {
 					b.Delete(key)
