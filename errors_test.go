@@ -121,7 +121,7 @@ func TestErrorsOfBadInput(t *testing.T) {
 			tbl, _ := errTable(t, nil)
 			_, err := tbl.Get(ctx, []int{1})
 			return err
-		}, []error{it.ErrInvalidKey, it.ErrUnsupportedType}, `indextable: invalid key: unsupported key type: []int`},
+		}, []error{it.ErrInvalidKey, it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid key: invalid query: field "ID": a query value is one key component: unsupported key type: []int`},
 		{"Get, a primary key of the wrong type", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			_, err := tbl.Get(ctx, "1")
@@ -130,11 +130,11 @@ func TestErrorsOfBadInput(t *testing.T) {
 		{"Delete, a primary key of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return tbl.Delete(ctx, it.Tuple{[]int{1}})
-		}, []error{it.ErrInvalidKey, it.ErrUnsupportedType}, `indextable: invalid key: unsupported key type: []int`},
+		}, []error{it.ErrInvalidKey, it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid key: invalid query: field "ID": a query value is one key component: unsupported key type: []int`},
 		{"Eq of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Index: "age", Eq: it.Tuple{[]int{1}}})
-		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: unsupported key type: element 0 has type []int`},
+		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: field "Age": a query value is one key component: unsupported key type: []int`},
 		{"Eq of a computed index, of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Index: "computed", Eq: it.Tuple{make(chan int)}})
@@ -146,7 +146,7 @@ func TestErrorsOfBadInput(t *testing.T) {
 		{"upper bound of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Index: "age", Upper: &it.Bound{Value: []int{1}}})
-		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: upper bound: unsupported key type: []int`},
+		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: field "Age": a query value is one key component: unsupported key type: []int`},
 		{"Where on no field", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Where: map[string]any{"Nope": 1}})
@@ -154,7 +154,7 @@ func TestErrorsOfBadInput(t *testing.T) {
 		{"Where of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Where: map[string]any{"Age": []int{1}}})
-		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: Where "Age": unsupported key type: []int`},
+		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: Where "Age": field "Age": a query value is one key component: unsupported key type: []int`},
 		{"Where of the wrong type", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Where: map[string]any{"Age": "1"}})

@@ -248,7 +248,7 @@ func queryComponent(f *field, v any) (w any, rounded bool, err error) {
 		vt = vt.Elem()
 	}
 	if vt.Kind() == reflect.Slice && vt.Elem().Kind() != reflect.Uint8 {
-		return nil, false, fmt.Errorf("%w: field %q: a query value is one key component, not a slice (%T)", ErrInvalidQuery, f.name, v)
+		return nil, false, wrapErrorf(ErrInvalidQuery, fmt.Errorf("%w: %T", ErrUnsupportedType, v), "field %q: a query value is one key component", f.name)
 	}
 	if want, got := kindClass(f.typ), kindClass(rv.Type()); want != got {
 		return nil, false, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
