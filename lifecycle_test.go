@@ -534,9 +534,10 @@ func (run *lcRun) run() {
 	run.finish(model, versions)
 }
 
-// watchdog reports a hang, until finished: no operation completed for a
-// minute. It dumps every goroutine and stops the run; if that does not
-// unwind it either, it panics, which ends the test binary.
+// watchdog reports a hang, until finished: no operation completed for
+// three minutes, far longer than any one takes on a slow, shared machine.
+// It dumps every goroutine and stops the run; if that does not unwind it
+// either, it panics, which ends the test binary.
 func (run *lcRun) watchdog(finished <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(10 * time.Second)
@@ -552,13 +553,14 @@ func (run *lcRun) watchdog(finished <-chan struct{}, done chan<- struct{}) {
 			last, idle = p, 0
 			continue
 		}
-		if idle++; idle%6 != 0 {
+		const window = 18 // checks: three minutes
+		if idle++; idle%window != 0 {
 			continue
 		}
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		fmt.Fprintf(os.Stderr, "seed %d: no operation completed in %d checks of the progress; goroutines:\n%s", run.seed, idle, buf)
-		if idle > 6 {
+		if idle > window {
 			panic(fmt.Sprintf("TestLifecycle hangs, even stopped; seed %d", run.seed))
 		}
 		run.fail("hang", "no operation completed in %d checks of the progress (goroutines on stderr)", idle)
