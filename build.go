@@ -160,7 +160,7 @@ func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) erro
 		} else {
 			chunk = o.ChunkSize
 		}
-		if t.committed(o, ix, c, n == 0) {
+		if t.committed(ctx, o, ix, c, n == 0) {
 			return nil
 		}
 	}
@@ -169,13 +169,11 @@ func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) erro
 // committed follows a chunk of the build of ix that committed c, the last
 // one when readable: it publishes ix readable then, reports progress, and
 // returns readable.
-func (t *Table[T]) committed(o *BuildOptions, ix *indexTable, c catalogEntry, readable bool) bool {
+func (t *Table[T]) committed(ctx context.Context, o *BuildOptions, ix *indexTable, c catalogEntry, readable bool) bool {
 	if readable {
-		if _, err := t.refresh(ix.name, c); err != nil {
-			// Another change overtook the build's last chunk: the next
-			// read of the catalog sees it.
-			readable = false
-		}
+		// Read anew, not taken from c: a disabling may have followed.
+		_, now, _, err := t.readCatalog(ctx, ix.name)
+		readable = err == nil && now.state == IndexReadable && now.gen == c.gen
 	}
 	if o.Progress != nil {
 		o.Progress(BuildProgress{Index: ix.name, Done: c.done, Total: c.total, Readable: readable})
@@ -243,7 +241,7 @@ func (t *Table[T]) buildByRecord(ctx context.Context, name string, o *BuildOptio
 			return err
 		}
 		conflicts = 0
-		if t.committed(o, ix, c, n == 0) {
+		if t.committed(ctx, o, ix, c, n == 0) {
 			return nil
 		}
 	}

@@ -358,9 +358,12 @@ func (t *Table[T]) sameCatalog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The catalog may have moved on to a generation this table published
-	// since the view was loaded: compare with the view after the read.
+	// The catalog may have moved on to a generation this table is
+	// publishing, or published since: compare with the view after the
+	// read, once a publication under way is done.
+	t.indexes.publish.Lock()
 	view := t.indexes.load()
+	t.indexes.publish.Unlock()
 	live := 0
 	for name, v := range stored {
 		c, err := decodeCatalogEntry(v)
@@ -404,6 +407,7 @@ func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
 func (t *Table[T]) readCatalog(ctx context.Context, name string) (*indexTable, catalogEntry, []byte, error) {
 	key := catalogKey(t.prefix, name)
 	for attempt := 1; ; attempt++ {
+		before := t.indexes.load()
 		v, err := t.store.Get(ctx, key)
 		if err != nil {
 			return nil, catalogEntry{}, nil, fmt.Errorf("table %q, index %q: catalog: %w", t.name, name, err)
@@ -412,7 +416,7 @@ func (t *Table[T]) readCatalog(ctx context.Context, name string) (*indexTable, c
 		if err != nil {
 			return nil, c, nil, fmt.Errorf("table %q, index %q: %w", t.name, name, err)
 		}
-		ix, err := t.refresh(name, c)
+		ix, err := t.refresh(name, c, before)
 		if errors.Is(err, errCatalogBehind) && attempt < maxAttempts {
 			continue // read before a change of this table's that is published now
 		}
@@ -420,20 +424,25 @@ func (t *Table[T]) readCatalog(ctx context.Context, name string) (*indexTable, c
 	}
 }
 
-// errCatalogBehind reports a catalog entry older than the table's view.
-var errCatalogBehind = errors.New("the catalog is behind the table")
+// errCatalogBehind reports a catalog entry that may be older than the
+// table's view.
+var errCatalogBehind = fmt.Errorf("%w: the catalog changed while it was read", ErrConflict)
 
 // refresh returns the index name of the view, republished in the state of
-// its catalog entry c when that differs.
-func (t *Table[T]) refresh(name string, c catalogEntry) (*indexTable, error) {
+// its catalog entry c, read while before was the view, when that differs.
+// An entry read before the view last changed may predate a change this
+// table made and published (a disabling keeps the generation): it is not
+// trusted, as it could bring back the state before.
+func (t *Table[T]) refresh(name string, c catalogEntry, before *indexView) (*indexTable, error) {
 	m := &t.indexes
 	m.publish.Lock()
 	defer m.publish.Unlock()
-	ix := m.load().lookup(name)
+	view := m.load()
+	ix := view.lookup(name)
 	switch {
 	case ix == nil:
 		return nil, fmt.Errorf("%w: table %q has no index %q", ErrInvalidSchema, t.name, name)
-	case c.gen < ix.gen:
+	case c.gen < ix.gen || view != before:
 		return nil, fmt.Errorf("%w: table %q, index %q: generation %d, this table has %d", errCatalogBehind, t.name, name, c.gen, ix.gen)
 	case c.gen > ix.gen || c.state == indexDropped:
 		return nil, fmt.Errorf("%w: table %q, index %q was redefined or dropped by another process (generation %d, this table has %d); reopen the table",

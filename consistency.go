@@ -637,11 +637,30 @@ func (g *changeGroup) changesRecord() bool {
 // applyGroups applies the changes of several records: in one batch when
 // the store allows it, record by record when that batch conflicts. It
 // plans and writes against one view, which no lifecycle change replaces
-// meanwhile.
+// meanwhile, and reports the changes it cannot apply after it lets go of
+// the drain lock: a Logger may write to the table.
 func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions) (int, error) {
 	if len(groups) == 0 {
 		return 0, nil
 	}
+	var stuck []stuckChanges
+	n, err := t.applyGroupsHeld(ctx, groups, l, o, &stuck)
+	for _, s := range stuck {
+		o.logError(ctx, "indextable: change cannot be applied", t.name, s.err)
+		o.cannotApply(s.err, s.keys...)
+	}
+	return n, err
+}
+
+// stuckChanges are changes a maintainer cannot apply, and why.
+type stuckChanges struct {
+	err  error
+	keys [][]byte
+}
+
+// applyGroupsHeld is applyGroups under the drain lock; it adds to stuck
+// what it cannot apply.
+func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions, stuck *[]stuckChanges) (int, error) {
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
 	view := t.indexes.load()
@@ -660,8 +679,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		if err := t.planGroup(view, g, keys[i], facts[i], atom); err != nil {
 			// A record that cannot be decoded blocks only its own changes.
 			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
-			o.logError(ctx, "indextable: change cannot be applied", t.name, err)
-			o.cannotApply(err, changeKeys(g.changes)...)
+			*stuck = append(*stuck, stuckChanges{err, changeKeys(g.changes)})
 			g.ops = nil
 			continue
 		}
@@ -712,8 +730,7 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 		switch {
 		case errors.Is(err, ErrInvalidBatch):
 			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
-			o.logError(ctx, "indextable: change cannot be applied", t.name, err)
-			o.cannotApply(err, changeKeys(g.changes)...)
+			*stuck = append(*stuck, stuckChanges{err, changeKeys(g.changes)})
 		case err != nil:
 			return applied, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
 		case ok:

@@ -705,3 +705,20 @@ func TestMaintainerStopsOnAClosedStore(t *testing.T) {
 	_, err = tbl.ApplyPending(context.Background(), it.MaintainerOptions{})
 	require.ErrorIs(t, err, it.ErrClosed)
 }
+
+// TestMaintainerOnClosedShardedStore: issue 15 item 9 on a
+// ShardedStore: RunMaintainer returns ErrClosed at once, not when its
+// context ends (callCounter cancels it after a number of calls).
+func TestMaintainerOnClosedShardedStore(t *testing.T) {
+	sharded, err := it.OpenShardedStore(context.Background(), []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+	require.NoError(t, err)
+	s := &callCounter{Store: sharded}
+	tbl := openWith(t, s, eventualIndexes([]it.Index[person]{indexByName("town")})...)
+	require.NoError(t, sharded.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.limit, s.cancel = s.calls.Load()+50, cancel
+	err = tbl.RunMaintainer(ctx, it.MaintainerOptions{MaxBackoff: time.Microsecond})
+	require.ErrorIs(t, err, it.ErrClosed)
+	require.Less(t, s.calls.Load(), s.limit, "it went on calling the closed store")
+}

@@ -124,7 +124,7 @@ func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) 
 	s := &ShardedStore{shards: slices.Clone(shards), rules: map[string]map[string]IndexSharding{}, stable: true}
 	for i, sh := range shards {
 		if sh == nil {
-			return nil, fmt.Errorf("%w: shard %d is nil", ErrInvalidSharding, i)
+			return nil, wrapErrorf(ErrInvalidSharding, fmt.Errorf("%w: shard %d is nil", ErrInvalidArgument, i), "")
 		}
 		for j, prev := range shards[:i] {
 			if v := reflect.ValueOf(sh); v.Comparable() && v.Equal(reflect.ValueOf(prev)) {

@@ -16,7 +16,9 @@ import (
 // bytes.Compare. Implementations must be safe for concurrent use, must copy
 // any key or value they keep, and must honour ctx on every call: a call made
 // with a done context returns an error that wraps ctx.Err(). After Close
-// every call returns an error that wraps ErrClosed.
+// every call returns an error that wraps ErrClosed. A Store's methods must
+// not write to a table that is stored in it: a table calls them while it
+// holds a lock that its writes wait for (see DisableIndex).
 //
 // Package storetest holds the conformance suite every Store must pass.
 type Store interface {
@@ -98,7 +100,8 @@ type ScanRange struct {
 	End []byte
 	// Reverse scans from the highest key down.
 	Reverse bool
-	// Limit stops the scan after that many entries; 0 means no limit.
+	// Limit stops the scan after that many entries; 0 or less means no
+	// limit.
 	Limit int
 	// After resumes a scan: when non-nil, only keys strictly after it in scan
 	// order are yielded (strictly below it when Reverse).

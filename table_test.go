@@ -89,6 +89,10 @@ func TestNilArguments(t *testing.T) {
 			_, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()}, nil)
 			return err
 		},
+		"OpenShardedStore with a nil shard": func() error {
+			_, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), nil})
+			return err
+		},
 		"OpenShardedStore": func() error {
 			_, err := it.OpenShardedStore(nilCtx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
 			return err

@@ -441,25 +441,31 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 	return d.Repaired, nil
 }
 
-// confirm reports whether a finding still stands: the record and the entry
-// are as the check read them, no change to the record was queued since the
-// pass began, and the index is still readable in the same generation. A
-// write that raced with the check changed the record, or took the entry
-// with it; a concurrent Repair changed the entry; a lifecycle change
-// emptied the index. The caller holds the drain lock.
+// confirm reports whether a finding still stands: the record is as the
+// check read it, from before to after it reads the queue, the entry and
+// the catalog again; no change to the record was queued since the pass
+// began; the entry is as the check read it; and the index is still
+// readable in the same generation. Writes commit a record with its entries
+// or its change record, and every write changes the record's bytes (its
+// version), so an unchanged record and an empty queue around the entry's
+// read mean the entry was read as the record had it: a write, a
+// maintainer, a concurrent Repair or a lifecycle change that raced with
+// the check changed one of them, and the finding is dropped. The caller
+// holds the drain lock.
 func (v *verifier[T]) confirm(ctx context.Context, ix *indexTable, key, seen, pk, factKey, fact []byte) (bool, error) {
 	t := v.t
-	for _, c := range []struct{ key, value []byte }{{factKey, fact}, {key, seen}} {
-		now, err := t.store.Get(ctx, c.key)
+	same := func(k, want []byte) (bool, error) {
+		now, err := t.store.Get(ctx, k)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			now = nil
 		case err != nil:
 			return false, err
 		}
-		if !bytes.Equal(now, c.value) || (now == nil) != (c.value == nil) {
-			return false, nil
-		}
+		return bytes.Equal(now, want) && (now == nil) == (want == nil), nil
+	}
+	if ok, err := same(factKey, fact); !ok || err != nil {
+		return false, err
 	}
 	queued := append(bytes.Clone(t.queueSpace), pk...)
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued)}) {
@@ -470,13 +476,16 @@ func (v *verifier[T]) confirm(ctx context.Context, ix *indexTable, key, seen, pk
 			return false, nil // a change was queued during the pass: late, not drift
 		}
 	}
-	// Read after the entry: a disabling commits the catalog before it
-	// deletes entries, here or in another process.
-	now, c, _, err := t.readCatalog(ctx, ix.name)
-	if err != nil {
+	if ok, err := same(key, seen); !ok || err != nil {
 		return false, err
 	}
-	return now.gen == ix.gen && c.state == IndexReadable, nil
+	// After the entry: a disabling commits the catalog before it deletes
+	// entries, here or in another process.
+	now, c, _, err := t.readCatalog(ctx, ix.name)
+	if err != nil || now.gen != ix.gen || c.state != IndexReadable {
+		return false, err
+	}
+	return same(factKey, fact)
 }
 
 // decodeTupleLoose decodes an encoded tuple for a report, or returns it as

@@ -1,10 +1,10 @@
 package indextable_test
 
-// Adversarial review of "Index lifecycle beside writes: an immutable view,
-// drained changes" against issue 15. Each test lands a concurrent operation
-// at an exact point of another through reviewStore's hooks, so that none
-// depends on timing; a test that shows a wait proves it by the goroutines'
-// stacks, not by a clock alone.
+// Interleavings of lifecycle changes, Build, Verify and maintainers with one
+// another and with writes. Each test lands a concurrent operation at an
+// exact point of another through watchedStore's hooks, so that none depends
+// on timing; a test that shows a wait proves it by the goroutines' stacks,
+// with a generous bound.
 
 import (
 	"context"
@@ -25,17 +25,17 @@ import (
 	it "github.com/indextable/indextable"
 )
 
-// reviewTag marks the context of the one call a test watches: hooks fire
+// watchTag marks the context of the one call a test watches: hooks fire
 // only for store calls made with it.
-type reviewTag struct{}
+type watchTag struct{}
 
-func tagged() context.Context { return context.WithValue(context.Background(), reviewTag{}, true) }
+func tagged() context.Context { return context.WithValue(context.Background(), watchTag{}, true) }
 
-func isTagged(ctx context.Context) bool { return ctx.Value(reviewTag{}) != nil }
+func isTagged(ctx context.Context) bool { return ctx.Value(watchTag{}) != nil }
 
-// reviewStore calls its hooks around store calls; a hook that returns true
+// watchedStore calls its hooks around store calls; a hook that returns true
 // is done and is not called again.
-type reviewStore struct {
+type watchedStore struct {
 	it.Store
 	mu         sync.Mutex
 	afterGet   func(ctx context.Context, key []byte) bool
@@ -44,7 +44,7 @@ type reviewStore struct {
 	afterApply func(ctx context.Context, b *it.Batch, err error) bool
 }
 
-func (s *reviewStore) Get(ctx context.Context, key []byte) ([]byte, error) {
+func (s *watchedStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	v, err := s.Store.Get(ctx, key)
 	s.mu.Lock()
 	h := s.afterGet
@@ -57,7 +57,7 @@ func (s *reviewStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return v, err
 }
 
-func (s *reviewStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]byte, error) {
+func (s *watchedStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]byte, error) {
 	s.mu.Lock()
 	h := s.beforeMany
 	s.mu.Unlock()
@@ -69,7 +69,7 @@ func (s *reviewStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]byte
 	return s.Store.GetMany(ctx, keys, dst)
 }
 
-func (s *reviewStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+func (s *watchedStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
 	s.mu.Lock()
 	h := s.beforeScan
 	s.mu.Unlock()
@@ -81,7 +81,7 @@ func (s *reviewStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Ent
 	return s.Store.Scan(ctx, r)
 }
 
-func (s *reviewStore) Apply(ctx context.Context, b *it.Batch) error {
+func (s *watchedStore) Apply(ctx context.Context, b *it.Batch) error {
 	err := s.Store.Apply(ctx, b)
 	s.mu.Lock()
 	h := s.afterApply
@@ -107,7 +107,7 @@ func space(key []byte) (int64, it.Tuple) {
 
 func townQuery(town string) it.Query { return it.Query{Index: "town", Eq: it.Tuple{town}} }
 
-func findAll(ctx context.Context, tbl *it.Table[person], q it.Query) ([]person, error) {
+func findPeople(ctx context.Context, tbl *it.Table[person], q it.Query) ([]person, error) {
 	var out []person
 	for p, err := range tbl.Find(ctx, q) {
 		if err != nil {
@@ -118,7 +118,7 @@ func findAll(ctx context.Context, tbl *it.Table[person], q it.Query) ([]person, 
 	return out, nil
 }
 
-// TestReviewStaleCatalogReadRevivesDisabledIndex: readCatalog reads the
+// TestStaleCatalogReadRevivesDisabledIndex: readCatalog reads the
 // catalog, then refresh publishes the state it read, under the publish
 // lock only, and with no check that the view did not move on since the
 // read. A DisableIndex that commits and publishes in between (it keeps the
@@ -127,9 +127,9 @@ func findAll(ctx context.Context, tbl *it.Table[person], q it.Query) ([]person, 
 // ErrIndexNotReadable), and writes put entries into the disabled
 // generation, which no one deletes. Any catalog reader does it:
 // IndexStatus here, Verify, Find's readable check, Build.
-func TestReviewStaleCatalogReadRevivesDisabledIndex(t *testing.T) {
+func TestStaleCatalogReadRevivesDisabledIndex(t *testing.T) {
 	ctx := context.Background()
-	s := &reviewStore{Store: it.NewMemoryStore()}
+	s := &watchedStore{Store: it.NewMemoryStore()}
 	tbl := openWith(t, s, indexByName("town"))
 	for i := range 3 {
 		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
@@ -151,16 +151,16 @@ func TestReviewStaleCatalogReadRevivesDisabledIndex(t *testing.T) {
 	require.True(t, fired)
 
 	// The catalog says disabled: a query must be refused.
-	got, err := findAll(ctx, tbl, townQuery("R"))
+	got, err := findPeople(ctx, tbl, townQuery("R"))
 	require.ErrorIs(t, err, it.ErrIndexNotReadable,
 		"the disabled index was queried as readable, and returned %d of 3 records", len(got))
 }
 
-// TestReviewBuildRefreshRevivesDisabledIndex: Build's last chunk commits
+// TestBuildRefreshRevivesDisabledIndex: Build's last chunk commits
 // the index readable, then publishes it (committed -> refresh) outside the
 // drain lock, from the catalog entry it committed. A DisableIndex between
 // the two is undone the same way.
-func TestReviewBuildRefreshRevivesDisabledIndex(t *testing.T) {
+func TestBuildRefreshRevivesDisabledIndex(t *testing.T) {
 	ctx := context.Background()
 	mem := it.NewMemoryStore()
 	plain := openWith(t, mem)
@@ -168,7 +168,7 @@ func TestReviewBuildRefreshRevivesDisabledIndex(t *testing.T) {
 		_, err := plain.Insert(ctx, person{ID: i, Town: "R"})
 		require.NoError(t, err)
 	}
-	s := &reviewStore{Store: mem}
+	s := &watchedStore{Store: mem}
 	tbl := openWith(t, s, indexByName("town"))
 	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["town"].State)
 	fired := false
@@ -191,22 +191,22 @@ func TestReviewBuildRefreshRevivesDisabledIndex(t *testing.T) {
 
 	_, err := tbl.Insert(ctx, person{ID: 9, Town: "R"})
 	require.NoError(t, err)
-	got, err := findAll(ctx, tbl, townQuery("R"))
+	got, err := findPeople(ctx, tbl, townQuery("R"))
 	require.ErrorIs(t, err, it.ErrIndexNotReadable,
 		"the disabled index was queried as readable, and returned %d of 4 records", len(got))
 }
 
-// TestReviewVerifyEntryABA: confirm reads the record, then the entry, at
+// TestVerifyEntryABA: confirm reads the record, then the entry, at
 // two moments. The entry can come back between them (an update moves a
 // record's key away, and back), so a record read before and an entry read
 // after are confirmed together though they never stood together: Verify
 // reports drift that a quiet Verify does not. (Repair is safe: its fix
 // expects the record as read, and conflicts.)
-func TestReviewVerifyEntryABA(t *testing.T) {
+func TestVerifyEntryABA(t *testing.T) {
 	ctx := context.Background()
 	for _, write := range []string{"move away and back", "delete and insert again"} {
 		t.Run(write, func(t *testing.T) {
-			s := &reviewStore{Store: it.NewMemoryStore()}
+			s := &watchedStore{Store: it.NewMemoryStore()}
 			tbl := openWith(t, s, indexByName("town_name"))
 			rec := person{ID: 1, Town: "A", Name: "n"}
 			_, err := tbl.Insert(ctx, rec)
@@ -260,18 +260,18 @@ func requireNoDriftReport(t *testing.T, tbl *it.Table[person]) int {
 	return rep.Total()
 }
 
-// TestReviewVerifyShardedMaintainerBetweenEntryAndQueue: on a partitioned
+// TestVerifyShardedMaintainerBetweenEntryAndQueue: on a partitioned
 // store a write whose entries lie outside its record's partition commits
 // the record and queues its entries. confirm reads the record, then the
 // entry, then the queue: a maintainer that applies the change between the
 // entry read and the queue scan leaves an absent entry confirmed (nothing
 // queued any more) and Verify reports a missing entry that a quiet Verify
 // does not.
-func TestReviewVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
+func TestVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
 	ctx := context.Background()
 	sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 	require.NoError(t, err)
-	s := &reviewStore{Store: sharded}
+	s := &watchedStore{Store: sharded}
 	tbl := openWith(t, s, indexByName("town"))
 	settle := func() {
 		t.Helper()
@@ -364,9 +364,10 @@ func goroutineIn(all string, frames ...string) bool {
 	return false
 }
 
-// waitFor polls cond, yielding, up to a generous bound.
+// waitFor polls cond, yielding, for two minutes at most: far longer than
+// a goroutine takes to reach a lock on a slow, shared machine.
 func waitFor(cond func() bool) bool {
-	for range 5000 {
+	for range 120_000 {
 		if cond() {
 			return true
 		}
@@ -375,9 +376,9 @@ func waitFor(cond func() bool) bool {
 	return cond()
 }
 
-// blockingHandler is a slog handler that, on its first record, writes to
-// the table it logs for (as a handler that keeps its log in the store
-// would), while a DisableIndex waits.
+// blockingHandler is a slog handler that runs run on its first record: a
+// handler that writes to the table it logs for, say, as one that keeps its
+// log in the store would.
 type blockingHandler struct {
 	slog.Handler
 	once sync.Once
@@ -391,13 +392,14 @@ func (h *blockingHandler) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
-// TestReviewLoggerUnderDrainLock: applyGroups calls the maintainer's
-// Logger (MaintainerOptions.Logger, user code) while it holds the drain
-// lock shared. A DisableIndex then waits for the lock, and Go's RWMutex
-// admits no new reader while a writer waits: a Logger that writes to the
-// table (or waits for anything that does) never returns. The test shows
-// the three goroutines parked in the cycle, then lets the Logger give up.
-func TestReviewLoggerUnderDrainLock(t *testing.T) {
+// TestMaintainerLogsOutsideTheDrainLock: a maintainer's Logger (user
+// code) may write to the table while a DisableIndex is under way. The
+// maintainer called it while it held the drain lock shared; the disabling
+// then waited for the lock, and Go's RWMutex admits no new reader while a
+// writer waits, so the Logger's write never returned. The Logger checks,
+// by the goroutines' stacks, that the write and the disabling are not both
+// parked on the lock, and returns either way, so that the test ends.
+func TestMaintainerLogsOutsideTheDrainLock(t *testing.T) {
 	ctx := context.Background()
 	mem := it.NewMemoryStore()
 	eventual := indexByName("town")
@@ -413,110 +415,41 @@ func TestReviewLoggerUnderDrainLock(t *testing.T) {
 	b.Put(key, []byte{0x01, 0xFF, 0xFE})
 	require.NoError(t, mem.Apply(ctx, &b))
 
-	var cycle string
+	var cycle bool
+	disabled, wrote := make(chan error, 1), make(chan error, 1)
 	h := &blockingHandler{Handler: slog.NewTextHandler(io.Discard, nil)}
 	h.run = func() {
-		disabled := make(chan error, 1)
 		go func() { disabled <- tbl.DisableIndex(ctx, "email") }()
 		require.True(t, waitFor(func() bool {
-			return goroutineIn(stacks(), "sync.(*RWMutex).Lock", "switchState")
-		}), "DisableIndex waits for the drain lock")
-		wrote := make(chan error, 1)
+			return len(disabled) > 0 || goroutineIn(stacks(), "sync.(*RWMutex).Lock", "switchState")
+		}), "DisableIndex neither returns nor waits for the drain lock")
 		go func() {
 			_, err := tbl.Upsert(ctx, person{ID: 2, Town: "B", Email: "b"})
 			wrote <- err
 		}()
-		// The write parks on the drain lock: it cannot pass while the
-		// disabling waits, which cannot pass while this Logger runs.
-		parked := waitFor(func() bool { return goroutineIn(stacks(), "sync.(*RWMutex).RLock", "writeRecord") })
+		require.True(t, waitFor(func() bool {
+			return len(wrote) > 0 || goroutineIn(stacks(), "sync.(*RWMutex).RLock", "writeRecord")
+		}), "the Logger's write neither returns nor waits for the drain lock")
 		all := stacks()
-		if parked && len(wrote) == 0 && goroutineIn(all, "sync.(*RWMutex).Lock", "switchState") &&
-			goroutineIn(all, "blockingHandler", "applyGroups") {
-			cycle = "the Logger's write waits for the drain lock (RLock in writeRecord), which a DisableIndex waits for (Lock in switchState), which waits for the maintainer in the Logger (applyGroups)"
-		}
-		// Give up, so that the test ends: returning from the Logger
-		// releases the maintainer's lock.
-		go func() { <-wrote; <-disabled }()
+		cycle = len(wrote) == 0 && goroutineIn(all, "sync.(*RWMutex).RLock", "writeRecord") &&
+			goroutineIn(all, "sync.(*RWMutex).Lock", "switchState")
 	}
 	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{Logger: slog.New(h)})
 	require.NoError(t, err)
-	require.Empty(t, cycle)
+	require.NoError(t, <-wrote)
+	require.NoError(t, <-disabled)
+	require.False(t, cycle, "the Logger's write waited for the drain lock, which a DisableIndex waited for, which waited for the maintainer in the Logger")
 }
 
-// TestReviewNilArguments sweeps the exported calls with a nil context or
-// store that issue 15 item 4 asks to refuse with an error, not a panic.
-func TestReviewNilArguments(t *testing.T) {
-	ctx := context.Background()
-	mem := it.NewMemoryStore()
-	tbl := openWith(t, mem, indexByName("town"))
-	_, err := tbl.Insert(ctx, person{ID: 1, Town: "A"})
-	require.NoError(t, err)
-	var nilCtx context.Context
-	calls := map[string]func() error{
-		"OpenShardedStore(nil shard)": func() error {
-			_, err := it.OpenShardedStore(ctx, []it.Store{mem, nil})
-			return err
-		},
-		"Find(nil ctx)": func() error {
-			for _, err := range tbl.Find(nilCtx, townQuery("A")) {
-				return err
-			}
-			return nil
-		},
-		"Count(nil ctx)": func() error { _, err := tbl.Count(nilCtx, townQuery("A")); return err },
-		"FindPage(nil ctx)": func() error {
-			q := townQuery("A")
-			q.Limit = 1
-			_, _, err := tbl.FindPage(nilCtx, q)
-			return err
-		},
-		"Exists(nil ctx)": func() error { _, err := tbl.Exists(nilCtx, townQuery("A")); return err },
-		"Stats(nil ctx)":  func() error { _, err := tbl.Stats(nilCtx); return err },
-		"MemoryStore.Scan": func() error {
-			for _, err := range mem.Scan(nilCtx, it.ScanRange{}) {
-				return err
-			}
-			return nil
-		},
-		"Verify(nil ctx)":    func() error { _, err := tbl.Verify(nilCtx, it.VerifyOptions{}); return err },
-		"Delete(nil ctx)":    func() error { return tbl.Delete(nilCtx, it.Tuple{1}) },
-		"Disable(nil ctx)":   func() error { return tbl.DisableIndex(nilCtx, "town") },
-		"Upsert(nil ctx)":    func() error { _, err := tbl.Upsert(nilCtx, person{ID: 1}); return err },
-		"Advise(nil ctx)":    func() error { _, err := tbl.Advise(nilCtx, it.AdviseOptions{}); return err },
-		"StatsOf(nil)":       func() error { _, err := it.StatsOf(ctx, nil, it.TableInfo{Name: "people"}); return err },
-		"ReadCatalog(nil)":   func() error { _, err := it.ReadCatalog(ctx, nil); return err },
-		"WaitIndexed(nil)":   func() error { return tbl.WaitIndexed(nilCtx) },
-		"SaveUsage(nil)":     func() error { return tbl.SaveUsage(nilCtx) },
-		"IndexStatus(nil)":   func() error { _, err := tbl.IndexStatus(nilCtx); return err },
-		"RunMaintainer(nil)": func() error { return tbl.RunMaintainer(nilCtx, it.MaintainerOptions{}) },
-	}
-	var panicked []string
-	for name, call := range calls {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					panicked = append(panicked, fmt.Sprintf("%s: %v", name, r))
-				}
-			}()
-			err := call()
-			if err == nil {
-				panicked = append(panicked, name+": no error")
-			}
-		}()
-	}
-	require.Empty(t, panicked)
-}
-
-// TestReviewLifecycleStress runs everything at once, under -race: writes,
+// TestLifecycleStress runs everything at once, under -race: writes,
 // a maintainer, Disable/Enable, Build, Verify, Repair, IndexStatus, Stats,
 // Usage, SaveUsage and Advise, on a MemoryStore and a ShardedStore. No
 // Verify beside the writes may report what the quiet Verify at the end does
 // not, the end must be exact, and no entry may be left in a generation that
-// was disabled. At 75f70ef it finds no race, but leaves entries in disabled
-// generations in most runs: the stale refresh of
-// TestReviewStaleCatalogReadRevivesDisabledIndex (with that fixed, by an
-// epoch that refresh checks, it passed 3x4 runs under -race).
-func TestReviewLifecycleStress(t *testing.T) {
+// was disabled (it left some in most runs while a catalog read from before
+// a disabling could publish the index readable again: see
+// TestStaleCatalogReadRevivesDisabledIndex).
+func TestLifecycleStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress")
 	}
@@ -625,7 +558,7 @@ func TestReviewLifecycleStress(t *testing.T) {
 				return err
 			})
 			goLoop("find", func(i int) error {
-				_, err := findAll(ctx, tbl, townQuery(towns[i%3]))
+				_, err := findPeople(ctx, tbl, townQuery(towns[i%3]))
 				return err
 			})
 			time.Sleep(1500 * time.Millisecond)
@@ -673,24 +606,7 @@ func TestReviewLifecycleStress(t *testing.T) {
 	}
 }
 
-// TestReviewMaintainerOnClosedShardedStore: issue 15 item 9 on a
-// ShardedStore: RunMaintainer returns ErrClosed at once, not when its
-// context ends (callCounter cancels it after a number of calls).
-func TestReviewMaintainerOnClosedShardedStore(t *testing.T) {
-	sharded, err := it.OpenShardedStore(context.Background(), []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
-	require.NoError(t, err)
-	s := &callCounter{Store: sharded}
-	tbl := openWith(t, s, eventualIndexes([]it.Index[person]{indexByName("town")})...)
-	require.NoError(t, sharded.Close())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s.limit, s.cancel = s.calls.Load()+50, cancel
-	err = tbl.RunMaintainer(ctx, it.MaintainerOptions{MaxBackoff: time.Microsecond})
-	require.ErrorIs(t, err, it.ErrClosed)
-	require.Less(t, s.calls.Load(), s.limit, "it went on calling the closed store")
-}
-
-// TestReviewMaintainerBetweenEnableCommitAndPublish: EnableIndex commits a
+// TestMaintainerBetweenEnableCommitAndPublish: EnableIndex commits a
 // new generation to the catalog, then publishes it (both under the publish
 // lock). sameCatalog, which every maintainer pass starts with, reads the
 // catalog and then the view without that lock: between the commit and the
@@ -698,9 +614,9 @@ func TestReviewMaintainerOnClosedShardedStore(t *testing.T) {
 // index "defined anew since the table was opened; reopen it" (wrapping
 // ErrInvalidSchema), on which RunMaintainer stops for good. An EnableIndex
 // of this very table kills its maintainers.
-func TestReviewMaintainerBetweenEnableCommitAndPublish(t *testing.T) {
+func TestMaintainerBetweenEnableCommitAndPublish(t *testing.T) {
 	ctx := context.Background()
-	s := &reviewStore{Store: it.NewMemoryStore()}
+	s := &watchedStore{Store: it.NewMemoryStore()}
 	tbl := openWith(t, s, eventualIndexes([]it.Index[person]{indexByName("town")})...)
 	_, err := tbl.Insert(ctx, person{ID: 1, Town: "A"})
 	require.NoError(t, err)
@@ -735,10 +651,10 @@ func TestReviewMaintainerBetweenEnableCommitAndPublish(t *testing.T) {
 	require.NoError(t, <-done, "a maintainer pass beside this table's EnableIndex (RunMaintainer stops on this error)")
 }
 
-// TestReviewCallbacksMayReenter: the callbacks that run outside the drain
+// TestCallbacksMayReenter: the callbacks that run outside the drain
 // lock may change the index lifecycle and write: Build's and Verify's
 // Progress, and the body of a Find loop. (Nothing found: this passes.)
-func TestReviewCallbacksMayReenter(t *testing.T) {
+func TestCallbacksMayReenter(t *testing.T) {
 	ctx := context.Background()
 	mem := it.NewMemoryStore()
 	plain := openWith(t, mem)
