@@ -402,6 +402,9 @@ func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 		}
 		rd.n++
 	}
+	if err := t.stillReadable(rd.plan.ix); err != nil {
+		return 0, err
+	}
 	return rd.n, nil
 }
 
@@ -495,7 +498,35 @@ func fieldsNeeded(q Query, ix *indexTable, counting bool) []string {
 // with one GetMany (a checked read returns the whole record, covered or
 // not). Buffers live for the whole scan, so a read
 // allocates per record only what the codec does.
+//
+// A read that overlapped a DisableIndex (or EnableIndex) of its index in
+// this table may have missed the entries the disabling deleted: unless the
+// caller stopped it, it ends with an error wrapping ErrIndexNotReadable.
 func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
+	t.readEntries(ctx, rd, q, onKey, yield)
+	if !rd.ended {
+		if err := t.stillReadable(rd.plan.ix); err != nil {
+			rd.fail(err)
+		}
+	}
+}
+
+// stillReadable returns an error wrapping ErrIndexNotReadable when ix (nil:
+// the fact table) is no longer readable in this generation: a disabling
+// publishes its view before it deletes the entries, so a read that finds
+// the view unchanged after its scan read them all.
+func (t *Table[T]) stillReadable(ix *indexTable) error {
+	if ix == nil {
+		return nil
+	}
+	if now := t.indexes.load().lookup(ix.name); now.gen == ix.gen && now.state == IndexReadable {
+		return nil
+	}
+	return fmt.Errorf("%w: table %q, index %q was disabled during the read", ErrIndexNotReadable, t.name, ix.name)
+}
+
+// readEntries is read without the check that its index stayed readable.
+func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
 	rd.limit, rd.onKey, rd.yield = q.Limit, onKey, yield
 	p := &rd.plan
 	r := p.r
@@ -556,6 +587,7 @@ type reader[T any] struct {
 	limit    int
 	onKey    func([]byte)
 	yield    func(T, error) bool
+	ended    bool   // the read failed, or its caller stopped it: yield no more
 	rec      T      // decoded into, then yielded by value
 	whereBuf []byte // a field's encoding, to compare with Where
 	zero     T
@@ -591,7 +623,10 @@ func (t *Table[T]) freeReader(rd *reader[T]) {
 	t.readers.Put(rd)
 }
 
-func (rd *reader[T]) fail(err error) { rd.yield(rd.zero, err) }
+func (rd *reader[T]) fail(err error) {
+	rd.ended = true
+	rd.yield(rd.zero, err)
+}
 
 // matches reports whether rd.rec holds the values of the query's Where.
 func (rd *reader[T]) matches() bool {
@@ -617,7 +652,11 @@ func (rd *reader[T]) emit(key []byte) bool {
 		rd.onKey(key)
 	}
 	rd.n++
-	return rd.yield(rd.rec, nil) && rd.n != rd.limit
+	if !rd.yield(rd.rec, nil) {
+		rd.ended = true
+		return false
+	}
+	return rd.n != rd.limit
 }
 
 // flush fetches and yields the pending records; false means stop.

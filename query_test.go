@@ -880,3 +880,47 @@ func TestQueryValuesOfEveryShape(t *testing.T) {
 		require.Equal(t, c.n, n, "%T", c.value)
 	}
 }
+
+// TestReadOverlappingADisablingFails: a DisableIndex that lands in the
+// middle of a read deletes entries the read has not reached; the read ends
+// with ErrIndexNotReadable instead of returning part of the index as all
+// of it (it returned the entries it had read, and no error).
+func TestReadOverlappingADisablingFails(t *testing.T) {
+	ctx := context.Background()
+	reads := map[string]func(*it.Table[person], it.Query) error{
+		"Find": func(tbl *it.Table[person], q it.Query) error {
+			for _, err := range tbl.Find(ctx, q) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"FindPage": func(tbl *it.Table[person], q it.Query) error {
+			q.Limit = 100
+			_, _, err := tbl.FindPage(ctx, q)
+			return err
+		},
+		"Count": func(tbl *it.Table[person], q it.Query) error { _, err := tbl.Count(ctx, q); return err },
+	}
+	for name, read := range reads {
+		for _, index := range []string{"town_name", "town", "name"} {
+			s := &hookStore{MemoryStore: it.NewMemoryStore()}
+			tbl := openPeople(t, s)
+			for i := range 300 {
+				_, err := tbl.Insert(ctx, person{ID: i, Town: "R", Name: fmt.Sprint("n", i)})
+				require.NoError(t, err)
+			}
+			disabled := false
+			s.onScan = func(e it.Entry) {
+				if k, _ := it.DecodeTuple(e.Key); !disabled && len(k) > 2 && k[1] == int64(1) {
+					disabled = true
+					require.NoError(t, tbl.DisableIndex(ctx, index))
+				}
+			}
+			err := read(tbl, it.Query{Index: index})
+			require.True(t, disabled)
+			require.ErrorIs(t, err, it.ErrIndexNotReadable, "%s of %s", name, index)
+		}
+	}
+}
