@@ -244,7 +244,7 @@ func (o *MaintainerOptions) defaults() error {
 // wrapping ErrInvalidSchema when the catalog no longer matches the schema
 // the table was opened with (a maintainer of an older schema would apply
 // changes without the indexes added since), and with one wrapping
-// ErrClosed when the store is closed.
+// ErrClosed or ErrReadOnly when the store is closed or read-only.
 //
 // Several maintainers never corrupt an index. On a store with unbounded
 // atomicity each record's changes are applied by one conditional batch, so
@@ -276,7 +276,7 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 		switch {
 		case errors.Is(err, errLeaseHeld):
 			wait = opts.MaxIdle // another maintainer has the partition
-		case errors.Is(err, ErrInvalidSchema), errors.Is(err, ErrClosed):
+		case errors.Is(err, ErrInvalidSchema), errors.Is(err, ErrClosed), errors.Is(err, ErrReadOnly):
 			return err // only reopening the table, or the store, helps
 		case err != nil:
 			backoff = min(max(2*backoff, 10*time.Millisecond), opts.MaxBackoff)

@@ -83,6 +83,9 @@ var (
 	// ErrInvalidBatch reports a batch that the store cannot apply atomically
 	// or that touches one key twice.
 	ErrInvalidBatch = errors.New("indextable: invalid batch")
+	// ErrReadOnly reports a write to a store opened for reading only (for
+	// tools); like ErrClosed, no retry helps.
+	ErrReadOnly = errors.New("indextable: read-only store")
 )
 
 // Entry is one key/value pair yielded by Store.Scan.
