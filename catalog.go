@@ -109,7 +109,7 @@ func (c catalogEntry) encode() []byte {
 func decodeCatalogEntry(b []byte) (catalogEntry, error) {
 	t, err := DecodeTuple(b)
 	if err != nil {
-		return catalogEntry{}, fmt.Errorf("catalog entry: %w", err)
+		return catalogEntry{}, wrapErrorf(ErrCodec, err, "catalog entry")
 	}
 	var c catalogEntry
 	ok := len(t) == 7 || len(t) == 8
@@ -699,7 +699,7 @@ func decodeIndexDefinition(b []byte) (IndexDefinition, error) {
 	}
 	d.Computed, d.Strategy, d.Unique, d.Sparse, d.MultiValued = flag(), Strategy(integer()), flag(), flag(), flag()
 	d.Consistency, d.Placement = Consistency(integer()), Placement(integer())
-	if err == nil && len(t) > 0 {
+	if err == nil && (len(t) > 0 || len(d.PrimaryKey) == 0) {
 		err = bad
 	}
 	return d, err

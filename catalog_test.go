@@ -350,3 +350,18 @@ func TestDisableAndEnableBesideWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogEntryThatIsNoTupleIsACodecError: stored bytes that do
+// not decode are ErrCodec everywhere else (a usage record, an index
+// definition, a change record); a catalog entry that is no tuple matched
+// only ErrMalformedKey.
+func TestCatalogEntryThatIsNoTupleIsACodecError(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
+	putRaw(t, s, mustKey(t, "r2", 2, "age"), []byte{0xff, 0xff})
+	_, err := tbl.IndexStatus(ctx)
+	require.Error(t, err)
+	t.Log(err)
+	assert.ErrorIs(t, err, it.ErrCodec, "a catalog entry that does not decode")
+}

@@ -221,9 +221,14 @@ func appendLow(dst []byte, v uint64, k int) []byte {
 	return dst
 }
 
+// appendFloat encodes f in an order-preserving form. Every NaN encodes as
+// one quiet NaN, after +Inf, and -0 as +0, which Go holds equal.
 func appendFloat(dst []byte, f float64) []byte {
 	u := uint64(canonicalNaN)
-	if !math.IsNaN(f) {
+	switch {
+	case f == 0:
+		u = 0 // -0 too
+	case !math.IsNaN(f):
 		u = math.Float64bits(f)
 	}
 	if u&signBit != 0 {
@@ -424,8 +429,8 @@ func unescape(body []byte) []byte {
 // element by element, a tuple sorting before any longer tuple it is a
 // prefix of. Elements order first by type (nil, byte strings, strings,
 // integers, floats, booleans, times), then by value: integers of all Go
-// types by numeric value, floats with -0 before +0 and every NaN equal
-// and above +Inf, false before true, times chronologically. It panics on
+// types by numeric value, floats as Go compares them (-0 equals +0) but
+// with every NaN equal and above +Inf, false before true, times chronologically. It panics on
 // an element of an unsupported type.
 func CompareTuples(a, b Tuple) int {
 	for i := range min(len(a), len(b)) {
@@ -504,10 +509,8 @@ func compareFloats(x, y float64) int {
 	switch {
 	case xNaN || yNaN:
 		return cmp.Compare(b2i(xNaN), b2i(yNaN))
-	case x != y:
-		return cmp.Compare(x, y)
 	}
-	return cmp.Compare(b2i(math.Signbit(y)), b2i(math.Signbit(x))) // -0 < +0
+	return cmp.Compare(x, y) // -0 == +0, as in Go
 }
 
 func b2i(b bool) int {

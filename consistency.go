@@ -186,8 +186,8 @@ type MaintainerOptions struct {
 	// Partition and Partitions split the queue between maintainers: this
 	// one applies the changes of the records whose primary key hashes
 	// (FNV-1a) to Partition modulo Partitions. Zero Partitions means one
-	// maintainer for all. Every maintainer of a table must use the same
-	// Partitions.
+	// maintainer for all; at most 4096. Every maintainer of a table must
+	// use the same Partitions.
 	Partition, Partitions int
 	// BatchSize is how many change records a maintainer reads at a time,
 	// and at most applies in one store batch; 0 means 256.
@@ -212,12 +212,16 @@ type MaintainerOptions struct {
 	unappliable func(key []byte, err error)
 }
 
+// maxPartitions bounds MaintainerOptions.Partitions: Build and Repair apply
+// every partition in turn, each under its own lease.
+const maxPartitions = 1 << 12
+
 func (o *MaintainerOptions) defaults() error {
 	if o.Partitions == 0 {
 		o.Partitions = 1
 	}
-	if o.Partitions < 0 || o.Partition < 0 || o.Partition >= o.Partitions {
-		return fmt.Errorf("%w: maintainer partition %d of %d", ErrInvalidSchema, o.Partition, o.Partitions)
+	if o.Partitions < 0 || o.Partitions > maxPartitions || o.Partition < 0 || o.Partition >= o.Partitions {
+		return fmt.Errorf("%w: maintainer partition %d of %d (Partitions is 1 to %d)", ErrInvalidArgument, o.Partition, o.Partitions, maxPartitions)
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256

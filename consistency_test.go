@@ -722,3 +722,37 @@ func TestMaintainerOnClosedShardedStore(t *testing.T) {
 	require.ErrorIs(t, err, it.ErrClosed)
 	require.Less(t, s.calls.Load(), s.limit, "it went on calling the closed store")
 }
+
+// TestMaintainerPartitionIsAnArgument: a bad partition (or
+// Partitions) is a bad option, which ErrInvalidArgument stands for; it was
+// reported as ErrInvalidSchema, which RunMaintainer's doc reserves for "the
+// catalog no longer matches the schema" (reopen the table).
+func TestMaintainerPartitionIsAnArgument(t *testing.T) {
+	tbl := openAges(t, it.NewMemoryStore())
+	for _, o := range []it.MaintainerOptions{{Partition: -1}, {Partition: 2, Partitions: 2}, {Partitions: -3}} {
+		_, err := tbl.ApplyPending(context.Background(), o)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, it.ErrInvalidArgument, "%+v: %v", o, err)
+		assert.NotErrorIs(t, err, it.ErrInvalidSchema, "%+v: %v", o, err)
+	}
+}
+
+// TestBuildRefusesHugeMaintainerPartitions: on a partitioned store Build
+// applies each partition of the queue in turn, under a lease each; with
+// Partitions 1<<40 it did not finish. Partitions is bounded, and a larger
+// one is refused at once.
+func TestBuildRefusesHugeMaintainerPartitions(t *testing.T) {
+	ctx := context.Background()
+	shards := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	s, err := it.OpenShardedStore(ctx, shards)
+	require.NoError(t, err)
+	tbl := openAges(t, s)
+	for i := range 20 {
+		_, err := tbl.Insert(ctx, ageRec{ID: i, Age: i % 4})
+		require.NoError(t, err)
+	}
+	tbl = openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
+	err = tbl.Build(ctx, it.BuildOptions{Maintainer: it.MaintainerOptions{Partitions: 1 << 40}})
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{Maintainer: it.MaintainerOptions{Partitions: 1 << 12}}))
+}

@@ -31,6 +31,9 @@ type Index[T any] struct {
 	// Key computes the keys of a record, as an escape hatch for keys that are
 	// not plain fields; set either Key or Fields. Returning no tuple leaves
 	// the record out of the index; several make the index multi-valued.
+	// Tuples may differ in length: a query that fixes n components finds
+	// only keys of n or more. A panic of Key is returned as an error
+	// wrapping ErrInvalidKey.
 	Key func(T) []Tuple
 	// Strategy says what an entry holds besides its key.
 	Strategy Strategy
@@ -124,7 +127,7 @@ func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTab
 		}
 		f, err := lookupField(rt, name, spec.MultiValued)
 		if err != nil {
-			return fail("%v", err)
+			return nil, wrapErrorf(ErrInvalidSchema, err, "index %q", spec.Name)
 		}
 		multi = multi || f.multi
 		ix.fields = append(ix.fields, f)
@@ -143,7 +146,7 @@ func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTab
 		}
 		p, err := compileProjection(rt, spec.Projection)
 		if err != nil {
-			return fail("%v", err)
+			return nil, wrapErrorf(ErrInvalidSchema, err, "index %q", spec.Name)
 		}
 		ix.proj = p
 	default:
@@ -182,7 +185,11 @@ func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTab
 func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]byte, error) {
 	start := len(dst)
 	if ix.keyFunc != nil {
-		for _, t := range ix.keyFunc(rv) {
+		tuples, err := ix.callKey(rv)
+		if err != nil {
+			return dst, err
+		}
+		for _, t := range tuples {
 			if len(t) == 0 {
 				return dst, fmt.Errorf("%w: index %q: Key returned an empty tuple", ErrInvalidKey, ix.name)
 			}
@@ -223,6 +230,18 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 		dst = append(dst[:start], dst[end:]...)
 	}
 	return dst, nil
+}
+
+// callKey returns the tuples of ix's Key func for the record rv; a panic
+// of the func (the program's code) is returned as an error wrapping
+// ErrInvalidKey, as a key that cannot be computed.
+func (ix *indexTable) callKey(rv reflect.Value) (tuples []Tuple, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: index %q: the Key func panicked: %v", ErrInvalidKey, ix.name, r)
+		}
+	}()
+	return ix.keyFunc(rv), nil
 }
 
 // appendUnique appends k to list unless list[from:] holds it already.

@@ -29,7 +29,7 @@ import (
 //	field  = ["embed "] name " " type " " quoted-tag
 
 // errLayout reports a record type that no descriptor can describe.
-var errLayout = errors.New("record layout")
+var errLayout = fmt.Errorf("%w: record layout", ErrInvalidSchema)
 
 // describeType appends to b the descriptor of t, whose values are stored
 // with the JSON codec when forJSON is set, else with the binary codec.

@@ -96,6 +96,9 @@ type scanPlan struct {
 	eq           []byte // the encoded Eq, in buf
 	where        []whereCond
 	filter       string // Where's field names, sorted and joined by commas
+	// fixed is the key components a read of a non-unique Key-func index
+	// fixes, whose entries must have as many (see shortKey); else 0.
+	fixed int
 }
 
 // whereCond is one equality of Query.Where: a field, and the value it must
@@ -177,6 +180,12 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 		}
 	}
 	bounded := q.Lower != nil || q.Upper != nil
+	if p.ix != nil && p.ix.keyFunc != nil && !p.ix.unique {
+		p.fixed = len(q.Eq)
+		if bounded {
+			p.fixed++
+		}
+	}
 	if fields != nil {
 		n := len(q.Eq)
 		if bounded {
@@ -381,7 +390,7 @@ func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 	if err := t.prepare(ctx, q, rd); err != nil {
 		return 0, err
 	}
-	if rd.check || len(rd.pending) > 0 || len(q.Where) > 0 {
+	if rd.check || len(rd.pending) > 0 || len(q.Where) > 0 || rd.plan.fixed > 0 {
 		n := 0
 		var err error
 		t.read(ctx, rd, q, nil, func(_ T, e error) bool {
@@ -511,6 +520,26 @@ func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func(
 	}
 }
 
+// shortKey reports whether entry e has fewer key components than plan p
+// fixes. A Key func may return tuples of different lengths, and a
+// non-unique entry's key is followed by its primary key: the entry of key
+// ("a") of record 5 reads as key ("a", 5), and lies in the range of a
+// query for it.
+func (t *Table[T]) shortKey(p *scanPlan, e Entry) (bool, error) {
+	if p.fixed == 0 {
+		return false, nil
+	}
+	n := 0
+	for off := len(p.ix.prefix); off < len(e.Key); n++ {
+		l, err := ElementLen(e.Key[off:])
+		if err != nil {
+			return false, err
+		}
+		off += l
+	}
+	return n-len(t.pk) < p.fixed, nil
+}
+
 // stillReadable returns an error wrapping ErrIndexNotReadable when ix (nil:
 // the fact table) is no longer readable in this generation: a disabling
 // publishes its view before it deletes the entries, so a read that finds
@@ -531,12 +560,16 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 	p := &rd.plan
 	r := p.r
 	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
-		if len(rd.pending) == 0 && len(p.where) == 0 {
+		if len(rd.pending) == 0 && len(p.where) == 0 && p.fixed == 0 {
 			r.Limit = q.Limit // else some entries may be skipped
 		}
 		for e, err := range t.store.Scan(ctx, r) {
-			owned := true
+			short := false
 			if err == nil {
+				short, err = t.shortKey(p, e)
+			}
+			owned := !short
+			if err == nil && owned {
 				rd.rec = rd.zero
 				if len(rd.pending) > 0 {
 					owned, err = t.decodeIfPending(ctx, rd, e)
@@ -556,6 +589,13 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 	}
 	rd.f.t, rd.f.ix = t, p.ix
 	for e, err := range t.store.Scan(ctx, r) {
+		short := false
+		if err == nil {
+			short, err = t.shortKey(p, e)
+		}
+		if err == nil && short {
+			continue
+		}
 		if err == nil {
 			err = rd.f.add(e)
 		}

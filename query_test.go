@@ -841,6 +841,9 @@ func fieldString(r fuzzRec, name string) string {
 	if w, ok := f.Interface().(time.Time); ok {
 		return w.UTC().Format(time.RFC3339Nano)
 	}
+	if f.CanFloat() && f.Float() == 0 {
+		return "0" // a key holds -0 as +0, which Go holds equal
+	}
 	return fmt.Sprintf("%q", fmt.Sprint(f.Interface()))
 }
 
@@ -923,4 +926,108 @@ func TestReadOverlappingADisablingFails(t *testing.T) {
 			require.ErrorIs(t, err, it.ErrIndexNotReadable, "%s of %s", name, index)
 		}
 	}
+}
+
+// TestFloatKeysCompareAsGoDoes: a record with Score -0 was missed by
+// Eq{0.0} and Where{Score: 0.0}, found by Score < 0 and not by Score >= 0:
+// a key held -0 apart from +0. Keys now hold -0 as +0, which Go holds
+// equal; NaN stays one key, above +Inf.
+func TestFloatKeysCompareAsGoDoes(t *testing.T) {
+	ctx := context.Background()
+	type rec struct {
+		ID    int
+		Score float64
+	}
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "f", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+		Indexes: []it.Index[rec]{{Name: "score", Fields: []string{"Score"}}}})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, rec{ID: 1, Score: math.Copysign(0, -1)})
+	require.NoError(t, err)
+	count := func(q it.Query) int {
+		n, err := tbl.Count(ctx, q)
+		require.NoError(t, err)
+		return n
+	}
+	negZero := math.Copysign(0, -1)
+	assert.Equal(t, negZero == 0, count(it.Query{Index: "score", Eq: it.Tuple{0.0}}) == 1, "Score == 0")
+	assert.Equal(t, negZero == 0, count(it.Query{Where: map[string]any{"Score": 0.0}}) == 1, "Where Score 0")
+	assert.Equal(t, negZero >= 0, count(it.Query{Index: "score", Lower: it.Inclusive(0.0)}) == 1, "Score >= 0")
+	assert.Equal(t, negZero < 0, count(it.Query{Index: "score", Upper: it.Exclusive(0.0)}) == 1, "Score < 0")
+
+	// NaN is one key, above +Inf, as documented: above any lower bound.
+	_, err = tbl.Insert(ctx, rec{ID: 2, Score: math.NaN()})
+	require.NoError(t, err)
+	assert.Equal(t, 1, count(it.Query{Index: "score", Lower: it.Exclusive(math.Inf(1))}), "NaN > +Inf")
+	assert.Equal(t, 1, count(it.Query{Index: "score", Eq: it.Tuple{math.NaN()}}), "NaN == NaN")
+}
+
+// TestKeyFuncTuplesOfTwoLengthsAnswerTheWrongQuery: an entry of a
+// non-unique index is its key's elements, then the primary key's, with
+// nothing between them. A Key func that returns tuples of two lengths
+// makes the entry of key ("a") for record 5 the same bytes as an entry of
+// key ("a", 5) with no primary key after it, inside the range of
+// Eq{"a", 5}: the query returned record 5, whose only key is ("a"), from
+// every strategy, and a bound on the second component returned it too.
+// Reads of a Key-func index now skip entries with fewer key components
+// than the query fixes.
+func TestKeyFuncTuplesOfTwoLengthsAnswerTheWrongQuery(t *testing.T) {
+	ctx := context.Background()
+	type rec struct {
+		ID    int
+		A     string
+		B     int
+		Short bool
+	}
+	key := func(r rec) []it.Tuple {
+		if r.Short {
+			return []it.Tuple{{r.A}}
+		}
+		return []it.Tuple{{r.A, r.B}}
+	}
+	for _, st := range []it.Strategy{it.KeysOnly, it.FullCopy} {
+		t.Run(st.String(), func(t *testing.T) {
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "k", PrimaryKey: []string{"ID"},
+				Indexes: []it.Index[rec]{{Name: "ab", Key: key, Strategy: st}}})
+			require.NoError(t, err)
+			_, err = tbl.Insert(ctx, rec{ID: 1, A: "a", B: 5})
+			require.NoError(t, err)
+			_, err = tbl.Insert(ctx, rec{ID: 5, A: "a", Short: true}) // key ("a") only
+			require.NoError(t, err)
+			for _, q := range []it.Query{
+				{Index: "ab", Eq: it.Tuple{"a", 5}},
+				{Index: "ab", Eq: it.Tuple{"a"}, Lower: it.Inclusive(5)},
+				{Index: "ab", Eq: it.Tuple{"a"}, Lower: it.Inclusive(3), Upper: it.Inclusive(7)},
+			} {
+				var ids []int
+				for r, err := range tbl.Find(ctx, q) {
+					require.NoError(t, err)
+					ids = append(ids, r.ID)
+				}
+				assert.Equal(t, []int{1}, ids, "Eq %v, Lower %v, Upper %v: record 5 has no key (\"a\", x)", q.Eq, q.Lower, q.Upper)
+				n, err := tbl.Count(ctx, q)
+				require.NoError(t, err)
+				assert.Equal(t, 1, n, "Count of Eq %v, Lower %v", q.Eq, q.Lower)
+			}
+		})
+	}
+}
+
+// TestKeyFuncQueryPastTheKeyMatchesThePrimaryKey: a Fields index
+// refuses a query that gives more components than its key has; a Key func
+// index cannot know its key's length, and a query past the key matches
+// the primary key's bytes: with every key ("a"), Eq{"a", 5} returned
+// record 5.
+func TestKeyFuncQueryPastTheKeyMatchesThePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	tbl := openAges(t, it.NewMemoryStore(), it.Index[ageRec]{Name: "note", Key: func(r ageRec) []it.Tuple { return []it.Tuple{{r.Note}} }})
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, ageRec{ID: i, Note: "a"})
+		require.NoError(t, err)
+	}
+	n, err := tbl.Count(ctx, it.Query{Index: "note", Eq: it.Tuple{"a", 5}})
+	if err != nil {
+		assert.ErrorIs(t, err, it.ErrInvalidQuery) // refused: fine
+		return
+	}
+	assert.Zero(t, n, "no key is (\"a\", 5); the query matched record 5 by its primary key")
 }

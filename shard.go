@@ -220,7 +220,8 @@ func minBound(a, b int) int {
 // Shards returns the number of shards.
 func (s *ShardedStore) Shards() int { return len(s.shards) }
 
-// Shard returns shard i, as given to OpenShardedStore.
+// Shard returns shard i, as given to OpenShardedStore; like indexing a
+// slice, it panics unless 0 <= i < Shards().
 func (s *ShardedStore) Shard(i int) Store { return s.shards[i] }
 
 // ShardFor returns the shard, among n, of a record whose first primary key

@@ -640,7 +640,11 @@ type IndexStats struct {
 	// Entries is the number of entries; a multi-valued index has one per
 	// value, a sparse one none for a zero value.
 	Entries int64
-	// DistinctKeys is the number of distinct keys among them.
+	// DistinctKeys is the number of distinct keys among them. Stats counts
+	// runs of one key in key order, holding one key at a time: for a Key
+	// func that returns tuples of different lengths under a composite
+	// primary key, one key's entries may not be contiguous, and this (and
+	// the common key) is then an upper bound.
 	DistinctKeys int64
 	// CommonKey is the key with the most entries, CommonEntries their
 	// number.

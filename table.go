@@ -163,6 +163,9 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 		}
 		indexes = append(indexes, ix)
 	}
+	if err := checkStoredFields(codec, rt, t.pk, indexes); err != nil {
+		return nil, fmt.Errorf("table %q: %w", t.name, err)
+	}
 	if err := t.loadCatalog(ctx, indexes); err != nil {
 		return nil, fmt.Errorf("table %q: catalog: %w", t.name, err)
 	}
@@ -170,6 +173,33 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 		return nil, fmt.Errorf("table %q: record layout: %w", t.name, err)
 	}
 	return t, nil
+}
+
+// checkStoredFields refuses, for the BinaryCodec, a primary key, index key
+// or projection field promoted from an unexported embedded struct: the
+// codec does not store it (JSONCodec does), so every record would be
+// indexed under its zero value and no query would find the value written.
+func checkStoredFields(c Codec, rt reflect.Type, pk []field, indexes []*indexTable) error {
+	if _, ok := c.(*BinaryCodec); !ok {
+		return nil
+	}
+	all := slices.Clone(pk)
+	for _, ix := range indexes {
+		all = append(append(all, ix.fields...), ix.proj.fields...)
+	}
+	for _, f := range all {
+		t := rt
+		for _, i := range f.index[:len(f.index)-1] {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				return fmt.Errorf("%w: the BinaryCodec does not store field %q, promoted from the unexported embedded %s", ErrInvalidSchema, f.name, sf.Type)
+			}
+			if t = sf.Type; t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+		}
+	}
+	return nil
 }
 
 // newTable returns the table name of store, with records of type rt stored
@@ -200,6 +230,7 @@ type WriteOption func(*writeOptions)
 
 type writeOptions struct {
 	ifVersion Version // 0: unconditional
+	badOption error   // an option that cannot apply
 }
 
 // parseWriteOptions applies opts, refusing a nil one: it may have been meant
@@ -212,14 +243,21 @@ func parseWriteOptions(opts []WriteOption) (writeOptions, error) {
 		}
 		opt(&o)
 	}
-	return o, nil
+	return o, o.badOption
 }
 
 // IfVersion makes an Update or Delete conditional: it applies only if the
 // record's version is still v (as read by GetVersioned or returned by the
-// last write) and otherwise returns an error wrapping ErrConflict.
+// last write) and otherwise returns an error wrapping ErrConflict. No
+// record has version 0: IfVersion(0), a version never read, is refused with
+// ErrInvalidArgument rather than taken as no condition.
 func IfVersion(v Version) WriteOption {
-	return func(o *writeOptions) { o.ifVersion = v }
+	return func(o *writeOptions) {
+		o.ifVersion = v
+		if v == 0 { // no record has it: a version never read
+			o.badOption = fmt.Errorf("%w: IfVersion(0): no record has version 0", ErrInvalidArgument)
+		}
+	}
 }
 
 type writeKind uint8

@@ -2,8 +2,12 @@ package indextable_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
@@ -122,4 +126,136 @@ func TestNilBatch(t *testing.T) {
 	var b *it.Batch
 	require.Zero(t, b.Len())
 	require.NoError(t, it.CheckBatch(b))
+}
+
+// ageRec is the record of the tables of the bad-input tests.
+type ageRec struct {
+	ID   int
+	Age  int
+	Note string
+}
+
+// sentinels are the package's exported sentinels: a bad input's error
+// must match one of them.
+var sentinels = []error{
+	it.ErrInvalidSchema, it.ErrExists, it.ErrUniqueViolation, it.ErrInvalidKey, it.ErrInvalidArgument,
+	it.ErrInvalidQuery, it.ErrInvalidCursor, it.ErrUnsupportedType, it.ErrMalformedKey, it.ErrCodec,
+	it.ErrNotFound, it.ErrClosed, it.ErrConflict, it.ErrInvalidBatch, it.ErrIndexNotReadable, it.ErrInvalidSharding,
+}
+
+// matchesSentinel reports whether err matches one of the sentinels.
+func matchesSentinel(err error) bool {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// recovered runs f and returns what it panicked with, or nil.
+func recovered(f func()) (p any) {
+	defer func() { p = recover() }()
+	f()
+	return nil
+}
+
+// openAges opens the table "r2" of ageRec over s with indexes.
+func openAges(t *testing.T, s it.Store, indexes ...it.Index[ageRec]) *it.Table[ageRec] {
+	t.Helper()
+	tbl, err := it.Open(context.Background(), s, it.Schema[ageRec]{Name: "r2", PrimaryKey: []string{"ID"}, Indexes: indexes})
+	require.NoError(t, err)
+	return tbl
+}
+
+// embeddedTown is embedded, unexported, in townEmbedder: its exported fields are
+// townEmbedder's fields by Go's promotion rules (reflect's FieldByName, and
+// JSON, see them).
+type embeddedTown struct{ Town string }
+
+type townEmbedder struct {
+	ID int
+	embeddedTown
+}
+
+// TestIfVersionZero: IfVersion(v) "applies only if the record's
+// version is still v"; no record has version 0 (an insert starts from an
+// odd incarnation), yet IfVersion(0) was taken as no condition at all, so
+// a caller whose version variable was never set (var v it.Version)
+// overwrote, or deleted, whatever was there, silently. It is refused.
+func TestIfVersionZero(t *testing.T) {
+	ctx := context.Background()
+	tbl := openAges(t, it.NewMemoryStore())
+	_, err := tbl.Insert(ctx, ageRec{ID: 1, Note: "first"})
+	require.NoError(t, err)
+	var never it.Version // not read from GetVersioned
+	_, err = tbl.Update(ctx, ageRec{ID: 1, Note: "blind"}, it.IfVersion(never))
+	assert.ErrorIs(t, err, it.ErrInvalidArgument, "a conditional Update on version 0, which no record has")
+	err = tbl.Delete(ctx, it.Tuple{1}, it.IfVersion(never))
+	assert.ErrorIs(t, err, it.ErrInvalidArgument, "a conditional Delete on version 0")
+}
+
+// TestOpenRefusesFieldsTheBinaryCodecDrops: the BinaryCodec does not
+// store a field promoted from an unexported embedded struct (JSONCodec
+// does), so an index on it held every record under the zero value and
+// found nothing by the value written. Open refuses it for that codec.
+func TestOpenRefusesFieldsTheBinaryCodecDrops(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
+		t.Run(fmt.Sprintf("%T", c), func(t *testing.T) {
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[townEmbedder]{Name: "e", PrimaryKey: []string{"ID"}, Codec: c,
+				Indexes: []it.Index[townEmbedder]{{Name: "town", Fields: []string{"Town"}}}})
+			if _, binary := c.(*it.BinaryCodec); binary {
+				require.ErrorIs(t, err, it.ErrInvalidSchema)
+				return
+			}
+			require.NoError(t, err)
+			_, err = tbl.Insert(ctx, townEmbedder{ID: 1, embeddedTown: embeddedTown{Town: "Redmond"}})
+			require.NoError(t, err)
+			n, err := tbl.Count(ctx, it.Query{Index: "town", Eq: it.Tuple{"Redmond"}})
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "the record written with Town Redmond is not found by Town")
+			n, err = tbl.Count(ctx, it.Query{Where: map[string]any{"Town": "Redmond"}})
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "nor by Where")
+			got, err := tbl.Get(ctx, 1)
+			require.NoError(t, err)
+			assert.Equal(t, "Redmond", got.Town, "the field is lost")
+		})
+	}
+}
+
+// TestOpenErrorsNameThePackageOnce: compileIndex reported a bad field or
+// projection with lookupField's own error formatted into its message:
+// "indextable: invalid schema: index "a": indextable: invalid schema: ...".
+func TestOpenErrorsNameThePackageOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, ix := range []it.Index[ageRec]{
+		{Name: "a", Fields: []string{"Nope"}},
+		{Name: "a", Fields: []string{"Age"}, Strategy: it.Partial, Projection: []string{"Nope"}},
+		{Name: "a", Fields: []string{"Age"}, Strategy: it.Partial, Projection: []string{"Note", "Note"}},
+		{Name: "a", Fields: []string{"Note"}, MultiValued: true},
+	} {
+		_, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[ageRec]{Name: "r", PrimaryKey: []string{"ID"}, Indexes: []it.Index[ageRec]{ix}})
+		require.ErrorIs(t, err, it.ErrInvalidSchema)
+		assert.Equal(t, 1, strings.Count(err.Error(), "indextable:"), "%v", err)
+	}
+}
+
+// TestKeyFuncPanics: a Key func is the program's code, and it
+// may panic on a record it did not expect (an empty slice, a nil
+// pointer). The panic went through Insert to the caller, and through
+// Build and RunMaintainer, which run such funcs over stored records. It is
+// recovered as an error wrapping ErrInvalidKey, naming the index.
+func TestKeyFuncPanics(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	first := it.Index[ageRec]{Name: "first_letter", Key: func(r ageRec) []it.Tuple {
+		return []it.Tuple{{r.Note[:1]}} // panics on an empty Note
+	}}
+	tbl := openAges(t, s, first)
+	var err error
+	p := recovered(func() { _, err = tbl.Insert(ctx, ageRec{ID: 1}) })
+	require.Nil(t, p, "Insert panics with the Key func's panic")
+	assert.ErrorIs(t, err, it.ErrInvalidKey)
 }

@@ -566,6 +566,9 @@ func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error)
 			skipped = append(skipped, ii.Name)
 			continue
 		}
+		if len(d.PrimaryKey) == 0 {
+			return nil, nil, fmt.Errorf("%w: table %q, index %q: the definition names no primary key", ErrInvalidSchema, info.Name, ii.Name)
+		}
 		if t.pk == nil {
 			for _, name := range d.PrimaryKey {
 				f, err := lookupField(rt, name, false)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -505,4 +506,89 @@ func TestConcurrentVerifyBuildAndRepair(t *testing.T) {
 	}
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
 	requireNoDrift(t, tbl)
+}
+
+// TestVerifyTableOfADefinitionWithoutPrimaryKey: VerifyTable and
+// RepairTable take a TableInfo, which a tool reads from a store's catalog
+// (ReadCatalog) or builds itself. A definition that names no primary key
+// field (built by hand, or a damaged catalog entry) made openTool index
+// t.pk[0] of an empty slice, a panic: VerifyTable refuses it with
+// ErrInvalidSchema, and ReadCatalog refuses such a stored definition with
+// ErrCodec.
+func TestVerifyTableOfADefinitionWithoutPrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
+	_, err := tbl.Insert(ctx, ageRec{ID: 1, Age: 30})
+	require.NoError(t, err)
+
+	// The tool's own TableInfo, as read, then without a primary key.
+	infos, err := it.ReadCatalog(ctx, s)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	info := infos[0]
+	require.NotNil(t, info.Indexes[0].Definition)
+	def := *info.Indexes[0].Definition
+	def.PrimaryKey = nil
+	info.Indexes[0].Definition = &def
+	for name, call := range map[string]func() (*it.VerifyReport, error){
+		"VerifyTable": func() (*it.VerifyReport, error) { return it.VerifyTable(ctx, s, info, it.VerifyOptions{}) },
+		"RepairTable": func() (*it.VerifyReport, error) { return it.RepairTable(ctx, s, info, it.VerifyOptions{}) },
+	} {
+		var err error
+		p := recovered(func() { _, err = call() })
+		if !assert.Nil(t, p, "%s of a definition without a primary key panics", name) {
+			continue
+		}
+		assert.Error(t, err, name)
+		assert.True(t, matchesSentinel(err), "%s: %v", name, err)
+	}
+
+	// The same definition, stored in the catalog: ReadCatalog accepts it,
+	// and VerifyTable of what it read panics.
+	catKey := mustKey(t, "r2", 2, "age")
+	v, err := s.Get(ctx, catKey)
+	require.NoError(t, err)
+	entry, err := it.DecodeTuple(v)
+	require.NoError(t, err)
+	// format 1; no primary key; Fields ["Age"]; no projection; computed,
+	// strategy, unique, sparse, multi, consistency, placement.
+	entry[len(entry)-1] = mustKey(t, 1, 0, 1, "Age", 0, false, 0, false, false, false, 0, int(it.InterPartition))
+	putRaw(t, s, catKey, mustKey(t, entry...))
+	_, err = it.ReadCatalog(ctx, s)
+	require.ErrorIs(t, err, it.ErrCodec, "no table has no primary key: the definition is damaged")
+}
+
+// TestVerifyTableErrorsMatchASentinel: the errors of VerifyTable
+// for a table whose layout or codec a tool cannot use wrapped only the
+// unexported errLayout ("record layout: ..."), which matched no sentinel;
+// it is now ErrInvalidSchema, with one prefix.
+func TestVerifyTableErrorsMatchASentinel(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
+	_, err := tbl.Insert(ctx, ageRec{ID: 1, Age: 30})
+	require.NoError(t, err)
+	infos, err := it.ReadCatalog(ctx, s)
+	require.NoError(t, err)
+	good := infos[0]
+	require.Equal(t, "json", good.Codec)
+	for _, tc := range []struct {
+		name string
+		edit func(*it.TableInfo)
+	}{
+		{"no layout kept", func(i *it.TableInfo) { i.Codec, i.Layout = "", "" }},
+		{"a codec tools cannot decode", func(i *it.TableInfo) { i.Codec = "*main.myCodec" }},
+		{"a layout that does not parse", func(i *it.TableInfo) { i.Layout = "struct{ID nope;}" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := good
+			tc.edit(&info)
+			_, err := it.VerifyTable(ctx, s, info, it.VerifyOptions{})
+			require.Error(t, err)
+			t.Log(err)
+			assert.True(t, matchesSentinel(err), "matches no sentinel: %v", err)
+			assert.Equal(t, 1, strings.Count(err.Error(), "indextable:"), "%v", err)
+		})
+	}
 }
