@@ -221,10 +221,13 @@ func (s *Store) DB() *pebble.DB {
 	return s.db
 }
 
-// open returns the database under the read lock, or an error for a done
-// context or a closed store; the caller must call s.mu.RUnlock when err is
-// nil.
+// open returns the database under the read lock, or an error for a nil
+// or done context or a closed store; the caller must call s.mu.RUnlock
+// when err is nil.
 func (s *Store) open(ctx context.Context) (*pebble.DB, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("pebblestore: %w: nil context", indextable.ErrInvalidArgument)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}

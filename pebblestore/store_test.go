@@ -292,3 +292,37 @@ func TestCloseDuringScan(t *testing.T) {
 	require.ErrorIs(t, last, indextable.ErrClosed)
 	assert.Less(t, n, 40)
 }
+
+// TestNilContext: every call refuses a nil context with an error wrapping
+// indextable.ErrInvalidArgument, as the core's stores do, and panics not.
+func TestNilContext(t *testing.T) {
+	s := open(t, t.TempDir(), pebblestore.Options{})
+	defer s.Close()
+	var nilCtx context.Context
+	var b indextable.Batch
+	b.Put([]byte("k"), []byte("v"))
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Get", func() error { _, err := s.Get(nilCtx, []byte("k")); return err }},
+		{"GetMany", func() error { _, err := s.GetMany(nilCtx, [][]byte{[]byte("k")}, nil); return err }},
+		{"Apply", func() error { return s.Apply(nilCtx, &b) }},
+		{"Apply of an empty batch", func() error { return s.Apply(nilCtx, &indextable.Batch{}) }},
+		{"Scan", func() error {
+			for _, err := range s.Scan(nilCtx, indextable.ScanRange{}) {
+				return err
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = tc.call() })
+			require.ErrorIs(t, err, indextable.ErrInvalidArgument)
+			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
+		})
+	}
+	_, err := s.Get(context.Background(), []byte("k"))
+	assert.ErrorIs(t, err, indextable.ErrNotFound, "the batch was not applied")
+}
