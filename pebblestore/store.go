@@ -42,8 +42,9 @@ import (
 // process or in another one.
 var ErrLocked = errors.New("pebblestore: directory in use")
 
-// ErrReadOnly reports a write to a store opened with Options.ReadOnly.
-var ErrReadOnly = errors.New("pebblestore: read-only")
+// ErrReadOnly reports a write to a store opened with Options.ReadOnly. It
+// wraps indextable.ErrReadOnly, on which a maintainer stops.
+var ErrReadOnly = fmt.Errorf("pebblestore: %w", indextable.ErrReadOnly)
 
 // ErrInvalidDir reports a path that Open cannot keep a store in: an empty
 // one, or one that names, or passes through, something other than a
@@ -468,21 +469,24 @@ func step(it *pebble.Iterator, reverse bool) bool {
 // checks every expectation, and commits the writes; a failed expectation
 // returns an error wrapping indextable.ErrConflict that names the key, and
 // nothing is written. The commit is durable unless the store was opened
-// with NoSync.
+// with NoSync. A store opened read-only returns an error wrapping
+// ErrReadOnly for a batch that is not empty.
 func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
+	// A done context and a closed store come first, as the Store contract
+	// has them.
+	if _, err := s.open(ctx); err != nil {
+		return err
+	}
+	s.mu.RUnlock()
 	if err := indextable.CheckBatch(b); err != nil {
 		return fmt.Errorf("pebblestore: %w", err)
 	}
-	if s.readOnly && b.Len() > 0 {
-		return ErrReadOnly
-	}
 	ops := b.Ops()
 	if len(ops) == 0 {
-		if _, err := s.open(ctx); err != nil {
-			return err
-		}
-		s.mu.RUnlock()
 		return nil
+	}
+	if s.readOnly {
+		return fmt.Errorf("%w: a batch of %d operations", ErrReadOnly, len(ops))
 	}
 	stripes := s.lockStripes(ops)
 	defer s.unlockStripes(stripes)

@@ -1,14 +1,17 @@
 package pebblestore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,9 +98,94 @@ func TestReadOnly(t *testing.T) {
 	require.Equal(t, []byte("1"), v)
 	b.Reset()
 	b.Put([]byte("b"), []byte("2"))
-	require.ErrorIs(t, ro.Apply(ctx, &b), pebblestore.ErrReadOnly)
+	err = ro.Apply(ctx, &b)
+	require.ErrorIs(t, err, pebblestore.ErrReadOnly)
+	require.ErrorIs(t, err, indextable.ErrReadOnly, "the core's sentinel, on which a maintainer stops")
+	assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
 	require.NoError(t, ro.Close())
 	require.Equal(t, before, files())
+}
+
+// TestReadOnlyApplyClosedOrDone: a read-only store's Apply keeps the Store
+// contract before it refuses the write: a done context gives an error
+// wrapping ctx.Err(), a closed store one wrapping ErrClosed.
+func TestReadOnlyApplyClosedOrDone(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, open(t, dir, pebblestore.Options{}).Close())
+	ro := open(t, dir, pebblestore.Options{ReadOnly: true})
+	var b indextable.Batch
+	b.Put([]byte("k"), []byte("v"))
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := ro.Apply(done, &b)
+	assert.ErrorIs(t, err, context.Canceled, "Apply with a done context")
+	assert.NotErrorIs(t, err, pebblestore.ErrReadOnly)
+	require.NoError(t, ro.Close())
+	err = ro.Apply(context.Background(), &b)
+	assert.ErrorIs(t, err, indextable.ErrClosed, "Apply after Close")
+	assert.NotErrorIs(t, err, pebblestore.ErrReadOnly)
+}
+
+// TestMaintainerStopsOnReadOnlyStore: a maintainer on a read-only store
+// returns the store's ErrReadOnly at once, as on a closed store, rather
+// than retry (and log) a refusal that no retry helps. A retry is seen by
+// its log line: the third one ends the maintainer's context.
+func TestMaintainerStopsOnReadOnlyStore(t *testing.T) {
+	ctx := context.Background()
+	type rec struct{ ID, Age int }
+	schema := indextable.Schema[rec]{Name: "recs", PrimaryKey: []string{"ID"}, Indexes: []indextable.Index[rec]{
+		{Name: "age", Fields: []string{"Age"}, Consistency: indextable.Eventual},
+	}}
+	dir := t.TempDir()
+	s := open(t, dir, pebblestore.Options{})
+	tbl, err := indextable.Open(ctx, s, schema)
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := tbl.Insert(ctx, rec{ID: i, Age: i})
+		require.NoError(t, err)
+	}
+	lag, err := tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 5, lag.Pending)
+	require.NoError(t, s.Close())
+
+	ro := open(t, dir, pebblestore.Options{ReadOnly: true})
+	defer ro.Close()
+	tbl, err = indextable.Open(ctx, ro, schema)
+	require.NoError(t, err, "a table opens on a read-only store whose catalog matches")
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logged := &lineCounter{limit: 3, full: cancel}
+	err = tbl.RunMaintainer(mctx, indextable.MaintainerOptions{
+		Logger: slog.New(slog.NewTextHandler(logged, nil)), MaxBackoff: time.Millisecond})
+	require.ErrorIs(t, err, pebblestore.ErrReadOnly, "after %d retries", logged.lines())
+	require.ErrorIs(t, err, indextable.ErrReadOnly)
+	assert.Zero(t, logged.lines(), "retries")
+}
+
+// lineCounter counts the lines written to it, and calls full once it has
+// counted limit of them.
+type lineCounter struct {
+	mu    sync.Mutex
+	n     int
+	limit int
+	full  func()
+}
+
+func (w *lineCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n += bytes.Count(p, []byte("\n"))
+	if w.n >= w.limit {
+		w.full()
+	}
+	return len(p), nil
+}
+
+func (w *lineCounter) lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
 }
 
 // TestLocked: a directory held by a store, in this process or another,
