@@ -51,8 +51,9 @@ var ErrReadOnly = fmt.Errorf("pebblestore: %w", indextable.ErrReadOnly)
 // directory.
 var ErrInvalidDir = errors.New("pebblestore: invalid directory")
 
-// ErrNoStore reports a read-only Open (Options.ReadOnly) of a directory
-// that does not exist or holds no store.
+// ErrNoStore reports an Open of a directory that does not exist or holds
+// no store when it must hold one: read-only (Options.ReadOnly), or with
+// Pebble's ErrorIfNotExists.
 var ErrNoStore = errors.New("pebblestore: no store")
 
 // Options configures Open. The zero value is a durable store with Pebble's
@@ -63,16 +64,18 @@ type Options struct {
 	// process or the machine may lose the most recent acknowledged batches
 	// (never part of one: recovery stops at the first torn batch).
 	NoSync bool
-	// CacheSize is the block cache's size in bytes; 0 means 64 MiB. Pebble
-	// charges its memtables to the cache, so it must exceed twice
-	// MemTableSize (4 MiB by default) to hold any blocks: Pebble's own
-	// default, 8 MiB, holds none, and every read decompresses its blocks
-	// again.
+	// CacheSize is the block cache's size in bytes; 0 means 64 MiB, and a
+	// negative size is an error. Pebble charges its memtables to the cache,
+	// so it must exceed twice MemTableSize (4 MiB by default) to hold any
+	// blocks: Pebble's own default, 8 MiB, holds none, and every read
+	// decompresses its blocks again.
 	CacheSize int64
 	// Pebble tunes the engine; nil means Pebble's defaults with bloom
 	// filters. Open uses a copy, sets its cache size when CacheSize is set
 	// or it has none, and its Logger when Logger is set. Its FS and Lock are
-	// ignored.
+	// ignored. Open refuses a Comparer other than Pebble's default (the
+	// store orders keys by bytes.Compare), ReadOnly without Options.ReadOnly,
+	// a Cache beside CacheSize, and whatever Pebble's own checks refuse.
 	Pebble *pebble.Options
 	// Logger receives Pebble's messages: informational ones at Debug level,
 	// errors at Error level. Nil drops them.
@@ -115,15 +118,20 @@ var _ indextable.Store = (*Store)(nil)
 
 // Open opens the store in dir, creating the directory and an empty store if
 // needed. It fails with an error wrapping ErrLocked when another store holds
-// dir, ErrInvalidDir when dir is empty or not a directory, and, read-only,
-// ErrNoStore when dir holds no store.
+// dir, ErrInvalidDir when dir is empty or not a directory, ErrNoStore when
+// dir must hold a store and does not, and indextable.ErrInvalidArgument
+// when an option is invalid, before it creates anything.
 func Open(dir string, opts Options) (*Store, error) {
-	if err := prepareDir(dir, opts.ReadOnly); err != nil {
+	po, err := pebbleOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareDir(dir, opts.ReadOnly || po.ErrorIfNotExists); err != nil {
 		return nil, err
 	}
 	// Pebble knows the directories this process holds by path, so every
 	// path to one (through a symbolic link, or relative) must be the same.
-	dir, err := canonical(dir)
+	dir, err = canonical(dir)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
@@ -134,27 +142,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pebblestore: locking %s: %w", dir, err)
 	}
-	po := &pebble.Options{}
-	if opts.Pebble != nil {
-		po = opts.Pebble.Clone()
-	} else {
-		for i := range po.Levels {
-			po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		}
-	}
-	if opts.CacheSize > 0 {
-		po.CacheSize = opts.CacheSize
-	} else if po.CacheSize == 0 {
-		po.CacheSize = defaultCache
-	}
-	po.FS, po.Lock, po.ReadOnly = vfs.Default, lock, opts.ReadOnly
-	if opts.Logger != nil || po.Logger == nil {
-		po.Logger = slogLogger{opts.Logger}
-	}
+	po.Lock = lock
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		lock.Close()
-		if opts.ReadOnly && errors.Is(err, pebble.ErrDBDoesNotExist) {
+		if errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoStore, err)
 		}
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
@@ -166,14 +158,60 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// pebbleOptions returns the Pebble options of opts, without a Lock, or an
+// error wrapping indextable.ErrInvalidArgument for an option that is out of
+// range, that the store cannot honour, or that Pebble refuses.
+func pebbleOptions(opts Options) (*pebble.Options, error) {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("pebblestore: %w: %s", indextable.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	po := &pebble.Options{}
+	if opts.Pebble != nil {
+		po = opts.Pebble.Clone()
+	} else {
+		for i := range po.Levels {
+			po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		}
+	}
+	switch {
+	case opts.CacheSize < 0:
+		return nil, invalid("Options.CacheSize %d is negative", opts.CacheSize)
+	case po.CacheSize < 0:
+		return nil, invalid("Options.Pebble.CacheSize %d is negative", po.CacheSize)
+	case opts.CacheSize > 0 && po.Cache != nil:
+		return nil, invalid("Options.CacheSize and Options.Pebble.Cache are both set, and Pebble would ignore CacheSize")
+	case po.ReadOnly && !opts.ReadOnly:
+		return nil, invalid("Options.Pebble.ReadOnly is set: set Options.ReadOnly instead")
+	case po.Comparer != nil && po.Comparer.Name != pebble.DefaultComparer.Name:
+		return nil, invalid("Options.Pebble.Comparer %q is not Pebble's default, and the store orders keys by bytes.Compare", po.Comparer.Name)
+	}
+	if opts.CacheSize > 0 {
+		po.CacheSize = opts.CacheSize
+	} else if po.CacheSize == 0 {
+		po.CacheSize = defaultCache
+	}
+	po.FS, po.Lock, po.ReadOnly = vfs.Default, nil, opts.ReadOnly
+	if opts.Logger != nil || po.Logger == nil {
+		po.Logger = slogLogger{opts.Logger}
+	}
+	// pebble.Open runs the same checks, but only once the directory and its
+	// lock exist.
+	check := po.Clone()
+	check.EnsureDefaults()
+	if err := check.Validate(); err != nil {
+		return nil, invalid("Pebble refuses Options.Pebble: %s", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+	}
+	return po, nil
+}
+
 // prepareDir checks that dir can hold a store: that it is a directory,
-// which it creates unless readOnly, when it must exist.
-func prepareDir(dir string, readOnly bool) error {
+// which it creates unless mustExist.
+func prepareDir(dir string, mustExist bool) error {
 	if dir == "" {
 		return fmt.Errorf("%w: empty path", ErrInvalidDir)
 	}
 	var err error
-	if readOnly {
+	if mustExist {
 		var info fs.FileInfo
 		if info, err = os.Stat(dir); err == nil && !info.IsDir() {
 			return fmt.Errorf("%w: %s is not a directory", ErrInvalidDir, dir)
@@ -186,7 +224,7 @@ func prepareDir(dir string, readOnly bool) error {
 		return nil
 	case errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("%w: %w", ErrInvalidDir, err)
-	case readOnly && errors.Is(err, fs.ErrNotExist):
+	case mustExist && errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %w", ErrNoStore, err)
 	}
 	return fmt.Errorf("pebblestore: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/pebblestore"
 	"github.com/indextable/indextable/storetest"
@@ -266,6 +268,62 @@ func TestOpenBadDirectory(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(tmp, "missing"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "a read-only Open creates no directory")
+}
+
+// TestOpenBadOptions: an option out of range, or one Pebble refuses, fails
+// with an error wrapping indextable.ErrInvalidArgument before Open creates
+// anything; a huge cache is no error (Pebble allocates it as it fills).
+func TestOpenBadOptions(t *testing.T) {
+	comparer := *pebble.DefaultComparer
+	comparer.Name = "reversed"
+	cache := pebble.NewCache(8 << 20)
+	defer cache.Unref()
+	for _, tc := range []struct {
+		name string
+		opts pebblestore.Options
+	}{
+		{"negative CacheSize", pebblestore.Options{CacheSize: -1}},
+		{"negative Pebble.CacheSize", pebblestore.Options{Pebble: &pebble.Options{CacheSize: -1}}},
+		{"CacheSize and Pebble.Cache", pebblestore.Options{CacheSize: 8 << 20, Pebble: &pebble.Options{Cache: cache}}},
+		{"Pebble.ReadOnly", pebblestore.Options{Pebble: &pebble.Options{ReadOnly: true}}},
+		{"Pebble.Comparer", pebblestore.Options{Pebble: &pebble.Options{Comparer: &comparer}}},
+		{"Pebble.FormatMajorVersion", pebblestore.Options{Pebble: &pebble.Options{FormatMajorVersion: pebble.FormatNewest + 1000}}},
+		{"Pebble.MemTableSize", pebblestore.Options{Pebble: &pebble.Options{MemTableSize: 1 << 40}}},
+		{"Pebble.L0StopWritesThreshold", pebblestore.Options{Pebble: &pebble.Options{L0CompactionThreshold: 8, L0StopWritesThreshold: 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := pebblestore.Open(dir, tc.opts)
+			if s != nil {
+				s.Close()
+			}
+			require.ErrorIs(t, err, indextable.ErrInvalidArgument)
+			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
+			t.Log(err)
+			_, err = os.Stat(dir)
+			assert.ErrorIs(t, err, fs.ErrNotExist, "Open created the directory")
+		})
+	}
+	for _, size := range []int64{1, math.MaxInt64} {
+		s := open(t, t.TempDir(), pebblestore.Options{CacheSize: size})
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestOpenErrorIfNotExists: with Pebble's ErrorIfNotExists, a directory
+// with no store fails with ErrNoStore, and Open creates nothing.
+func TestOpenErrorIfNotExists(t *testing.T) {
+	opts := pebblestore.Options{Pebble: &pebble.Options{ErrorIfNotExists: true}}
+	dir := filepath.Join(t.TempDir(), "store")
+	_, err := pebblestore.Open(dir, opts)
+	require.ErrorIs(t, err, pebblestore.ErrNoStore)
+	_, err = os.Stat(dir)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "Open created the directory")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	_, err = pebblestore.Open(dir, opts)
+	require.ErrorIs(t, err, pebblestore.ErrNoStore)
+	require.NoError(t, open(t, dir, pebblestore.Options{}).Close())
+	require.NoError(t, open(t, dir, opts).Close())
 }
 
 // TestTablesShareTheStore: tables in one store are key prefixes of it, and
