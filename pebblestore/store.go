@@ -47,8 +47,9 @@ var ErrLocked = errors.New("pebblestore: directory in use")
 var ErrReadOnly = fmt.Errorf("pebblestore: %w", indextable.ErrReadOnly)
 
 // ErrInvalidDir reports a path that Open cannot keep a store in: an empty
-// one, or one that names, or passes through, something other than a
-// directory.
+// one, one the system refuses (with a NUL byte, or a name too long), or one
+// that names, or passes through, something other than a directory (a file,
+// a dangling or looping symbolic link).
 var ErrInvalidDir = errors.New("pebblestore: invalid directory")
 
 // ErrNoStore reports an Open of a directory that does not exist or holds
@@ -222,7 +223,9 @@ func prepareDir(dir string, mustExist bool) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP),
+		errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENAMETOOLONG),
+		!mustExist && errors.Is(err, fs.ErrExist): // MkdirAll met no directory
 		return fmt.Errorf("%w: %w", ErrInvalidDir, err)
 	case mustExist && errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %w", ErrNoStore, err)

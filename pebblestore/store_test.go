@@ -239,6 +239,11 @@ func TestOpenBadDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	empty := filepath.Join(tmp, "empty")
 	require.NoError(t, os.Mkdir(empty, 0o755))
+	loop := filepath.Join(tmp, "loop")
+	require.NoError(t, os.Symlink(loop, loop))
+	dangling := filepath.Join(tmp, "dangling")
+	require.NoError(t, os.Symlink(filepath.Join(tmp, "nowhere"), dangling))
+	long := filepath.Join(tmp, strings.Repeat("x", 300))
 	for _, tc := range []struct {
 		name     string
 		dir      string
@@ -251,6 +256,13 @@ func TestOpenBadDirectory(t *testing.T) {
 		{"a file, read-only", file, true, []error{pebblestore.ErrInvalidDir}},
 		{"under a file", filepath.Join(file, "sub"), false, []error{pebblestore.ErrInvalidDir}},
 		{"under a file, read-only", filepath.Join(file, "sub"), true, []error{pebblestore.ErrInvalidDir}},
+		{"a NUL byte", "st\x00re", false, []error{pebblestore.ErrInvalidDir}},
+		{"a NUL byte, read-only", "st\x00re", true, []error{pebblestore.ErrInvalidDir}},
+		{"a symbolic link loop", loop, false, []error{pebblestore.ErrInvalidDir}},
+		{"a symbolic link loop, read-only", loop, true, []error{pebblestore.ErrInvalidDir}},
+		{"under a symbolic link loop", filepath.Join(loop, "sub"), false, []error{pebblestore.ErrInvalidDir}},
+		{"a dangling symbolic link", dangling, false, []error{pebblestore.ErrInvalidDir}},
+		{"a name too long", long, false, []error{pebblestore.ErrInvalidDir}},
 		{"missing, read-only", filepath.Join(tmp, "missing"), true, []error{pebblestore.ErrNoStore, fs.ErrNotExist}},
 		{"no store, read-only", empty, true, []error{pebblestore.ErrNoStore}},
 	} {
