@@ -19,12 +19,14 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io/fs"
 	"iter"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -523,6 +525,10 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 		return fmt.Errorf("pebblestore: %w", err)
 	}
 	ops := b.Ops()
+	if n := batchBytes(ops); n >= maxBatchBytes {
+		return fmt.Errorf("pebblestore: %w: %d bytes of writes, and a Pebble batch holds less than 4 GiB",
+			indextable.ErrInvalidBatch, n)
+	}
 	if len(ops) == 0 {
 		return nil
 	}
@@ -574,6 +580,23 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	return nil
 }
 
+// maxBatchBytes is the size that a Pebble batch must stay below: Pebble
+// panics rather than grow one to it.
+const maxBatchBytes = math.MaxUint32
+
+// batchBytes returns at least the size of ops' writes in a Pebble batch:
+// its header, and for each write what Pebble reserves for it, its kind, key
+// and value and two lengths of up to 5 bytes.
+func batchBytes(ops []indextable.Op) uint64 {
+	n := uint64(12)
+	for _, op := range ops {
+		if op.IsWrite() {
+			n += 1 + 2*binary.MaxVarintLen32 + uint64(len(op.Key)) + uint64(len(op.Value))
+		}
+	}
+	return n
+}
+
 // lockStripes locks the stripes of the keys of ops, in ascending order so
 // that two batches cannot deadlock, and returns them for unlockStripes.
 func (s *Store) lockStripes(ops []indextable.Op) []int {
@@ -595,7 +618,9 @@ func (s *Store) unlockStripes(stripes []int) {
 	}
 }
 
-// Atomicity is unbounded: Pebble commits a batch of any size atomically.
+// Atomicity is unbounded: Pebble commits any batch atomically, and Apply
+// refuses one that Pebble cannot hold (4 GiB) with ErrInvalidBatch, as
+// the memory store refuses a key or value of 4 GiB.
 func (s *Store) Atomicity() indextable.Atomicity { return indextable.Atomicity{} }
 
 // Close waits for calls in progress, closes the database and releases the

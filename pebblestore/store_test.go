@@ -484,3 +484,43 @@ func TestNilContext(t *testing.T) {
 	_, err := s.Get(context.Background(), []byte("k"))
 	assert.ErrorIs(t, err, indextable.ErrNotFound, "the batch was not applied")
 }
+
+// TestApplyBatchTooLarge: Pebble panics on a batch of 4 GiB or more, so
+// Apply refuses one with an error wrapping indextable.ErrInvalidBatch,
+// and writes nothing. The values are never touched, so the memory they
+// reserve is never used.
+func TestApplyBatchTooLarge(t *testing.T) {
+	if math.MaxInt == math.MaxInt32 {
+		t.Skip("no slice of 2 GiB")
+	}
+	ctx := context.Background()
+	s := open(t, t.TempDir(), pebblestore.Options{})
+	defer s.Close()
+	// One key per batch is as big as a slice: the core's check of the
+	// batch compares keys, which the race detector reads whole.
+	big := make([]byte, 4<<30)
+	half := big[:2<<30]
+	for _, tc := range []struct {
+		name string
+		fill func(b *indextable.Batch)
+	}{
+		{"one value", func(b *indextable.Batch) { b.Put([]byte("k"), big) }},
+		{"two values", func(b *indextable.Batch) { b.Put([]byte("k1"), half); b.Put([]byte("k2"), half) }},
+		{"a deleted key", func(b *indextable.Batch) { b.Delete(big) }},
+		{"a key and a value", func(b *indextable.Batch) { b.Put(half, half) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b indextable.Batch
+			tc.fill(&b)
+			var err error
+			require.NotPanics(t, func() { err = s.Apply(ctx, &b) })
+			require.ErrorIs(t, err, indextable.ErrInvalidBatch)
+			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
+			t.Log(err)
+			for _, err := range s.Scan(ctx, indextable.ScanRange{Limit: 1}) {
+				require.NoError(t, err)
+				t.Fatal("Apply wrote")
+			}
+		})
+	}
+}
