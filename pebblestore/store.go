@@ -258,7 +258,9 @@ func isLockHeld(err error) bool {
 
 // DB returns the underlying Pebble database, for metrics, checkpoints and
 // compactions. Writing to it directly bypasses the store's conditional
-// batches and the indexes. It returns nil once the store is closed.
+// batches and the indexes, and closing it is Close's work: Pebble panics on
+// every later call, the store's included. It returns nil once the store is
+// closed.
 func (s *Store) DB() *pebble.DB {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
