@@ -19,12 +19,14 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io/fs"
 	"iter"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,16 +44,19 @@ import (
 // process or in another one.
 var ErrLocked = errors.New("pebblestore: directory in use")
 
-// ErrReadOnly reports a write to a store opened with Options.ReadOnly.
-var ErrReadOnly = errors.New("pebblestore: read-only")
+// ErrReadOnly reports a write to a store opened with Options.ReadOnly. It
+// wraps indextable.ErrReadOnly, on which a maintainer stops.
+var ErrReadOnly = fmt.Errorf("pebblestore: %w", indextable.ErrReadOnly)
 
 // ErrInvalidDir reports a path that Open cannot keep a store in: an empty
-// one, or one that names, or passes through, something other than a
-// directory.
+// one, one the system refuses (with a NUL byte, or a name too long), or one
+// that names, or passes through, something other than a directory (a file,
+// a dangling or looping symbolic link).
 var ErrInvalidDir = errors.New("pebblestore: invalid directory")
 
-// ErrNoStore reports a read-only Open (Options.ReadOnly) of a directory
-// that does not exist or holds no store.
+// ErrNoStore reports an Open of a directory that does not exist or holds
+// no store when it must hold one: read-only (Options.ReadOnly), or with
+// Pebble's ErrorIfNotExists.
 var ErrNoStore = errors.New("pebblestore: no store")
 
 // Options configures Open. The zero value is a durable store with Pebble's
@@ -62,16 +67,18 @@ type Options struct {
 	// process or the machine may lose the most recent acknowledged batches
 	// (never part of one: recovery stops at the first torn batch).
 	NoSync bool
-	// CacheSize is the block cache's size in bytes; 0 means 64 MiB. Pebble
-	// charges its memtables to the cache, so it must exceed twice
-	// MemTableSize (4 MiB by default) to hold any blocks: Pebble's own
-	// default, 8 MiB, holds none, and every read decompresses its blocks
-	// again.
+	// CacheSize is the block cache's size in bytes; 0 means 64 MiB, and a
+	// negative size is an error. Pebble charges its memtables to the cache,
+	// so it must exceed twice MemTableSize (4 MiB by default) to hold any
+	// blocks: Pebble's own default, 8 MiB, holds none, and every read
+	// decompresses its blocks again.
 	CacheSize int64
 	// Pebble tunes the engine; nil means Pebble's defaults with bloom
 	// filters. Open uses a copy, sets its cache size when CacheSize is set
 	// or it has none, and its Logger when Logger is set. Its FS and Lock are
-	// ignored.
+	// ignored. Open refuses a Comparer other than Pebble's default (the
+	// store orders keys by bytes.Compare), ReadOnly without Options.ReadOnly,
+	// a Cache beside CacheSize, and whatever Pebble's own checks refuse.
 	Pebble *pebble.Options
 	// Logger receives Pebble's messages: informational ones at Debug level,
 	// errors at Error level. Nil drops them.
@@ -114,15 +121,20 @@ var _ indextable.Store = (*Store)(nil)
 
 // Open opens the store in dir, creating the directory and an empty store if
 // needed. It fails with an error wrapping ErrLocked when another store holds
-// dir, ErrInvalidDir when dir is empty or not a directory, and, read-only,
-// ErrNoStore when dir holds no store.
+// dir, ErrInvalidDir when dir is empty or not a directory, ErrNoStore when
+// dir must hold a store and does not, and indextable.ErrInvalidArgument
+// when an option is invalid, before it creates anything.
 func Open(dir string, opts Options) (*Store, error) {
-	if err := prepareDir(dir, opts.ReadOnly); err != nil {
+	po, err := pebbleOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareDir(dir, opts.ReadOnly || po.ErrorIfNotExists); err != nil {
 		return nil, err
 	}
 	// Pebble knows the directories this process holds by path, so every
 	// path to one (through a symbolic link, or relative) must be the same.
-	dir, err := canonical(dir)
+	dir, err = canonical(dir)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
@@ -133,27 +145,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pebblestore: locking %s: %w", dir, err)
 	}
-	po := &pebble.Options{}
-	if opts.Pebble != nil {
-		po = opts.Pebble.Clone()
-	} else {
-		for i := range po.Levels {
-			po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		}
-	}
-	if opts.CacheSize > 0 {
-		po.CacheSize = opts.CacheSize
-	} else if po.CacheSize == 0 {
-		po.CacheSize = defaultCache
-	}
-	po.FS, po.Lock, po.ReadOnly = vfs.Default, lock, opts.ReadOnly
-	if opts.Logger != nil || po.Logger == nil {
-		po.Logger = slogLogger{opts.Logger}
-	}
+	po.Lock = lock
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		lock.Close()
-		if opts.ReadOnly && errors.Is(err, pebble.ErrDBDoesNotExist) {
+		if errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoStore, err)
 		}
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
@@ -165,14 +161,60 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// pebbleOptions returns the Pebble options of opts, without a Lock, or an
+// error wrapping indextable.ErrInvalidArgument for an option that is out of
+// range, that the store cannot honour, or that Pebble refuses.
+func pebbleOptions(opts Options) (*pebble.Options, error) {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("pebblestore: %w: %s", indextable.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	po := &pebble.Options{}
+	if opts.Pebble != nil {
+		po = opts.Pebble.Clone()
+	} else {
+		for i := range po.Levels {
+			po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		}
+	}
+	switch {
+	case opts.CacheSize < 0:
+		return nil, invalid("Options.CacheSize %d is negative", opts.CacheSize)
+	case po.CacheSize < 0:
+		return nil, invalid("Options.Pebble.CacheSize %d is negative", po.CacheSize)
+	case opts.CacheSize > 0 && po.Cache != nil:
+		return nil, invalid("Options.CacheSize and Options.Pebble.Cache are both set, and Pebble would ignore CacheSize")
+	case po.ReadOnly && !opts.ReadOnly:
+		return nil, invalid("Options.Pebble.ReadOnly is set: set Options.ReadOnly instead")
+	case po.Comparer != nil && po.Comparer.Name != pebble.DefaultComparer.Name:
+		return nil, invalid("Options.Pebble.Comparer %q is not Pebble's default, and the store orders keys by bytes.Compare", po.Comparer.Name)
+	}
+	if opts.CacheSize > 0 {
+		po.CacheSize = opts.CacheSize
+	} else if po.CacheSize == 0 {
+		po.CacheSize = defaultCache
+	}
+	po.FS, po.Lock, po.ReadOnly = vfs.Default, nil, opts.ReadOnly
+	if opts.Logger != nil || po.Logger == nil {
+		po.Logger = slogLogger{opts.Logger}
+	}
+	// pebble.Open runs the same checks, but only once the directory and its
+	// lock exist.
+	check := po.Clone()
+	check.EnsureDefaults()
+	if err := check.Validate(); err != nil {
+		return nil, invalid("Pebble refuses Options.Pebble: %s", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+	}
+	return po, nil
+}
+
 // prepareDir checks that dir can hold a store: that it is a directory,
-// which it creates unless readOnly, when it must exist.
-func prepareDir(dir string, readOnly bool) error {
+// which it creates unless mustExist.
+func prepareDir(dir string, mustExist bool) error {
 	if dir == "" {
 		return fmt.Errorf("%w: empty path", ErrInvalidDir)
 	}
 	var err error
-	if readOnly {
+	if mustExist {
 		var info fs.FileInfo
 		if info, err = os.Stat(dir); err == nil && !info.IsDir() {
 			return fmt.Errorf("%w: %s is not a directory", ErrInvalidDir, dir)
@@ -183,9 +225,11 @@ func prepareDir(dir string, readOnly bool) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP),
+		errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENAMETOOLONG),
+		!mustExist && errors.Is(err, fs.ErrExist): // MkdirAll met no directory
 		return fmt.Errorf("%w: %w", ErrInvalidDir, err)
-	case readOnly && errors.Is(err, fs.ErrNotExist):
+	case mustExist && errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %w", ErrNoStore, err)
 	}
 	return fmt.Errorf("pebblestore: %w", err)
@@ -214,17 +258,22 @@ func isLockHeld(err error) bool {
 
 // DB returns the underlying Pebble database, for metrics, checkpoints and
 // compactions. Writing to it directly bypasses the store's conditional
-// batches and the indexes. It returns nil once the store is closed.
+// batches and the indexes, and closing it is Close's work: Pebble panics on
+// every later call, the store's included. It returns nil once the store is
+// closed.
 func (s *Store) DB() *pebble.DB {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.db
 }
 
-// open returns the database under the read lock, or an error for a done
-// context or a closed store; the caller must call s.mu.RUnlock when err is
-// nil.
+// open returns the database under the read lock, or an error for a nil
+// or done context or a closed store; the caller must call s.mu.RUnlock
+// when err is nil.
 func (s *Store) open(ctx context.Context) (*pebble.DB, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("pebblestore: %w: nil context", indextable.ErrInvalidArgument)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
@@ -465,21 +514,28 @@ func step(it *pebble.Iterator, reverse bool) bool {
 // checks every expectation, and commits the writes; a failed expectation
 // returns an error wrapping indextable.ErrConflict that names the key, and
 // nothing is written. The commit is durable unless the store was opened
-// with NoSync.
+// with NoSync. A store opened read-only returns an error wrapping
+// ErrReadOnly for a batch that is not empty.
 func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
+	// A done context and a closed store come first, as the Store contract
+	// has them.
+	if _, err := s.open(ctx); err != nil {
+		return err
+	}
+	s.mu.RUnlock()
 	if err := indextable.CheckBatch(b); err != nil {
 		return fmt.Errorf("pebblestore: %w", err)
 	}
-	if s.readOnly && b.Len() > 0 {
-		return ErrReadOnly
-	}
 	ops := b.Ops()
+	if n := batchBytes(ops); n >= maxBatchBytes {
+		return fmt.Errorf("pebblestore: %w: %d bytes of writes, and a Pebble batch holds less than 4 GiB",
+			indextable.ErrInvalidBatch, n)
+	}
 	if len(ops) == 0 {
-		if _, err := s.open(ctx); err != nil {
-			return err
-		}
-		s.mu.RUnlock()
 		return nil
+	}
+	if s.readOnly {
+		return fmt.Errorf("%w: a batch of %d operations", ErrReadOnly, len(ops))
 	}
 	stripes := s.lockStripes(ops)
 	defer s.unlockStripes(stripes)
@@ -526,6 +582,23 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	return nil
 }
 
+// maxBatchBytes is the size that a Pebble batch must stay below: Pebble
+// panics rather than grow one to it.
+const maxBatchBytes = math.MaxUint32
+
+// batchBytes returns at least the size of ops' writes in a Pebble batch:
+// its header, and for each write what Pebble reserves for it, its kind, key
+// and value and two lengths of up to 5 bytes.
+func batchBytes(ops []indextable.Op) uint64 {
+	n := uint64(12)
+	for _, op := range ops {
+		if op.IsWrite() {
+			n += 1 + 2*binary.MaxVarintLen32 + uint64(len(op.Key)) + uint64(len(op.Value))
+		}
+	}
+	return n
+}
+
 // lockStripes locks the stripes of the keys of ops, in ascending order so
 // that two batches cannot deadlock, and returns them for unlockStripes.
 func (s *Store) lockStripes(ops []indextable.Op) []int {
@@ -547,7 +620,9 @@ func (s *Store) unlockStripes(stripes []int) {
 	}
 }
 
-// Atomicity is unbounded: Pebble commits a batch of any size atomically.
+// Atomicity is unbounded: Pebble commits any batch atomically, and Apply
+// refuses one that Pebble cannot hold (4 GiB) with ErrInvalidBatch, as
+// the memory store refuses a key or value of 4 GiB.
 func (s *Store) Atomicity() indextable.Atomicity { return indextable.Atomicity{} }
 
 // Close waits for calls in progress, closes the database and releases the

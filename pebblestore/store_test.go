@@ -1,17 +1,22 @@
 package pebblestore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/pebblestore"
 	"github.com/indextable/indextable/storetest"
@@ -95,9 +100,94 @@ func TestReadOnly(t *testing.T) {
 	require.Equal(t, []byte("1"), v)
 	b.Reset()
 	b.Put([]byte("b"), []byte("2"))
-	require.ErrorIs(t, ro.Apply(ctx, &b), pebblestore.ErrReadOnly)
+	err = ro.Apply(ctx, &b)
+	require.ErrorIs(t, err, pebblestore.ErrReadOnly)
+	require.ErrorIs(t, err, indextable.ErrReadOnly, "the core's sentinel, on which a maintainer stops")
+	assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
 	require.NoError(t, ro.Close())
 	require.Equal(t, before, files())
+}
+
+// TestReadOnlyApplyClosedOrDone: a read-only store's Apply keeps the Store
+// contract before it refuses the write: a done context gives an error
+// wrapping ctx.Err(), a closed store one wrapping ErrClosed.
+func TestReadOnlyApplyClosedOrDone(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, open(t, dir, pebblestore.Options{}).Close())
+	ro := open(t, dir, pebblestore.Options{ReadOnly: true})
+	var b indextable.Batch
+	b.Put([]byte("k"), []byte("v"))
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := ro.Apply(done, &b)
+	assert.ErrorIs(t, err, context.Canceled, "Apply with a done context")
+	assert.NotErrorIs(t, err, pebblestore.ErrReadOnly)
+	require.NoError(t, ro.Close())
+	err = ro.Apply(context.Background(), &b)
+	assert.ErrorIs(t, err, indextable.ErrClosed, "Apply after Close")
+	assert.NotErrorIs(t, err, pebblestore.ErrReadOnly)
+}
+
+// TestMaintainerStopsOnReadOnlyStore: a maintainer on a read-only store
+// returns the store's ErrReadOnly at once, as on a closed store, rather
+// than retry (and log) a refusal that no retry helps. A retry is seen by
+// its log line: the third one ends the maintainer's context.
+func TestMaintainerStopsOnReadOnlyStore(t *testing.T) {
+	ctx := context.Background()
+	type rec struct{ ID, Age int }
+	schema := indextable.Schema[rec]{Name: "recs", PrimaryKey: []string{"ID"}, Indexes: []indextable.Index[rec]{
+		{Name: "age", Fields: []string{"Age"}, Consistency: indextable.Eventual},
+	}}
+	dir := t.TempDir()
+	s := open(t, dir, pebblestore.Options{})
+	tbl, err := indextable.Open(ctx, s, schema)
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := tbl.Insert(ctx, rec{ID: i, Age: i})
+		require.NoError(t, err)
+	}
+	lag, err := tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 5, lag.Pending)
+	require.NoError(t, s.Close())
+
+	ro := open(t, dir, pebblestore.Options{ReadOnly: true})
+	defer ro.Close()
+	tbl, err = indextable.Open(ctx, ro, schema)
+	require.NoError(t, err, "a table opens on a read-only store whose catalog matches")
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logged := &lineCounter{limit: 3, full: cancel}
+	err = tbl.RunMaintainer(mctx, indextable.MaintainerOptions{
+		Logger: slog.New(slog.NewTextHandler(logged, nil)), MaxBackoff: time.Millisecond})
+	require.ErrorIs(t, err, pebblestore.ErrReadOnly, "after %d retries", logged.lines())
+	require.ErrorIs(t, err, indextable.ErrReadOnly)
+	assert.Zero(t, logged.lines(), "retries")
+}
+
+// lineCounter counts the lines written to it, and calls full once it has
+// counted limit of them.
+type lineCounter struct {
+	mu    sync.Mutex
+	n     int
+	limit int
+	full  func()
+}
+
+func (w *lineCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n += bytes.Count(p, []byte("\n"))
+	if w.n >= w.limit {
+		w.full()
+	}
+	return len(p), nil
+}
+
+func (w *lineCounter) lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
 }
 
 // TestLocked: a directory held by a store, in this process or another,
@@ -149,6 +239,11 @@ func TestOpenBadDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	empty := filepath.Join(tmp, "empty")
 	require.NoError(t, os.Mkdir(empty, 0o755))
+	loop := filepath.Join(tmp, "loop")
+	require.NoError(t, os.Symlink(loop, loop))
+	dangling := filepath.Join(tmp, "dangling")
+	require.NoError(t, os.Symlink(filepath.Join(tmp, "nowhere"), dangling))
+	long := filepath.Join(tmp, strings.Repeat("x", 300))
 	for _, tc := range []struct {
 		name     string
 		dir      string
@@ -161,6 +256,13 @@ func TestOpenBadDirectory(t *testing.T) {
 		{"a file, read-only", file, true, []error{pebblestore.ErrInvalidDir}},
 		{"under a file", filepath.Join(file, "sub"), false, []error{pebblestore.ErrInvalidDir}},
 		{"under a file, read-only", filepath.Join(file, "sub"), true, []error{pebblestore.ErrInvalidDir}},
+		{"a NUL byte", "st\x00re", false, []error{pebblestore.ErrInvalidDir}},
+		{"a NUL byte, read-only", "st\x00re", true, []error{pebblestore.ErrInvalidDir}},
+		{"a symbolic link loop", loop, false, []error{pebblestore.ErrInvalidDir}},
+		{"a symbolic link loop, read-only", loop, true, []error{pebblestore.ErrInvalidDir}},
+		{"under a symbolic link loop", filepath.Join(loop, "sub"), false, []error{pebblestore.ErrInvalidDir}},
+		{"a dangling symbolic link", dangling, false, []error{pebblestore.ErrInvalidDir}},
+		{"a name too long", long, false, []error{pebblestore.ErrInvalidDir}},
 		{"missing, read-only", filepath.Join(tmp, "missing"), true, []error{pebblestore.ErrNoStore, fs.ErrNotExist}},
 		{"no store, read-only", empty, true, []error{pebblestore.ErrNoStore}},
 	} {
@@ -178,6 +280,62 @@ func TestOpenBadDirectory(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(tmp, "missing"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "a read-only Open creates no directory")
+}
+
+// TestOpenBadOptions: an option out of range, or one Pebble refuses, fails
+// with an error wrapping indextable.ErrInvalidArgument before Open creates
+// anything; a huge cache is no error (Pebble allocates it as it fills).
+func TestOpenBadOptions(t *testing.T) {
+	comparer := *pebble.DefaultComparer
+	comparer.Name = "reversed"
+	cache := pebble.NewCache(8 << 20)
+	defer cache.Unref()
+	for _, tc := range []struct {
+		name string
+		opts pebblestore.Options
+	}{
+		{"negative CacheSize", pebblestore.Options{CacheSize: -1}},
+		{"negative Pebble.CacheSize", pebblestore.Options{Pebble: &pebble.Options{CacheSize: -1}}},
+		{"CacheSize and Pebble.Cache", pebblestore.Options{CacheSize: 8 << 20, Pebble: &pebble.Options{Cache: cache}}},
+		{"Pebble.ReadOnly", pebblestore.Options{Pebble: &pebble.Options{ReadOnly: true}}},
+		{"Pebble.Comparer", pebblestore.Options{Pebble: &pebble.Options{Comparer: &comparer}}},
+		{"Pebble.FormatMajorVersion", pebblestore.Options{Pebble: &pebble.Options{FormatMajorVersion: pebble.FormatNewest + 1000}}},
+		{"Pebble.MemTableSize", pebblestore.Options{Pebble: &pebble.Options{MemTableSize: 1 << 40}}},
+		{"Pebble.L0StopWritesThreshold", pebblestore.Options{Pebble: &pebble.Options{L0CompactionThreshold: 8, L0StopWritesThreshold: 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := pebblestore.Open(dir, tc.opts)
+			if s != nil {
+				s.Close()
+			}
+			require.ErrorIs(t, err, indextable.ErrInvalidArgument)
+			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
+			t.Log(err)
+			_, err = os.Stat(dir)
+			assert.ErrorIs(t, err, fs.ErrNotExist, "Open created the directory")
+		})
+	}
+	for _, size := range []int64{1, math.MaxInt64} {
+		s := open(t, t.TempDir(), pebblestore.Options{CacheSize: size})
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestOpenErrorIfNotExists: with Pebble's ErrorIfNotExists, a directory
+// with no store fails with ErrNoStore, and Open creates nothing.
+func TestOpenErrorIfNotExists(t *testing.T) {
+	opts := pebblestore.Options{Pebble: &pebble.Options{ErrorIfNotExists: true}}
+	dir := filepath.Join(t.TempDir(), "store")
+	_, err := pebblestore.Open(dir, opts)
+	require.ErrorIs(t, err, pebblestore.ErrNoStore)
+	_, err = os.Stat(dir)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "Open created the directory")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	_, err = pebblestore.Open(dir, opts)
+	require.ErrorIs(t, err, pebblestore.ErrNoStore)
+	require.NoError(t, open(t, dir, pebblestore.Options{}).Close())
+	require.NoError(t, open(t, dir, opts).Close())
 }
 
 // TestTablesShareTheStore: tables in one store are key prefixes of it, and
@@ -291,4 +449,78 @@ func TestCloseDuringScan(t *testing.T) {
 	}
 	require.ErrorIs(t, last, indextable.ErrClosed)
 	assert.Less(t, n, 40)
+}
+
+// TestNilContext: every call refuses a nil context with an error wrapping
+// indextable.ErrInvalidArgument, as the core's stores do, and panics not.
+func TestNilContext(t *testing.T) {
+	s := open(t, t.TempDir(), pebblestore.Options{})
+	defer s.Close()
+	var nilCtx context.Context
+	var b indextable.Batch
+	b.Put([]byte("k"), []byte("v"))
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Get", func() error { _, err := s.Get(nilCtx, []byte("k")); return err }},
+		{"GetMany", func() error { _, err := s.GetMany(nilCtx, [][]byte{[]byte("k")}, nil); return err }},
+		{"Apply", func() error { return s.Apply(nilCtx, &b) }},
+		{"Apply of an empty batch", func() error { return s.Apply(nilCtx, &indextable.Batch{}) }},
+		{"Scan", func() error {
+			for _, err := range s.Scan(nilCtx, indextable.ScanRange{}) {
+				return err
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = tc.call() })
+			require.ErrorIs(t, err, indextable.ErrInvalidArgument)
+			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
+		})
+	}
+	_, err := s.Get(context.Background(), []byte("k"))
+	assert.ErrorIs(t, err, indextable.ErrNotFound, "the batch was not applied")
+}
+
+// TestApplyBatchTooLarge: Pebble panics on a batch of 4 GiB or more, so
+// Apply refuses one with an error wrapping indextable.ErrInvalidBatch,
+// and writes nothing. The values are never touched, so the memory they
+// reserve is never used.
+func TestApplyBatchTooLarge(t *testing.T) {
+	if math.MaxInt == math.MaxInt32 {
+		t.Skip("no slice of 2 GiB")
+	}
+	ctx := context.Background()
+	s := open(t, t.TempDir(), pebblestore.Options{})
+	defer s.Close()
+	// One key per batch is as big as a slice: the core's check of the
+	// batch compares keys, which the race detector reads whole.
+	big := make([]byte, 4<<30)
+	half := big[:2<<30]
+	for _, tc := range []struct {
+		name string
+		fill func(b *indextable.Batch)
+	}{
+		{"one value", func(b *indextable.Batch) { b.Put([]byte("k"), big) }},
+		{"two values", func(b *indextable.Batch) { b.Put([]byte("k1"), half); b.Put([]byte("k2"), half) }},
+		{"a deleted key", func(b *indextable.Batch) { b.Delete(big) }},
+		{"a key and a value", func(b *indextable.Batch) { b.Put(half, half) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b indextable.Batch
+			tc.fill(&b)
+			var err error
+			require.NotPanics(t, func() { err = s.Apply(ctx, &b) })
+			require.ErrorIs(t, err, indextable.ErrInvalidBatch)
+			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
+			t.Log(err)
+			for _, err := range s.Scan(ctx, indextable.ScanRange{Limit: 1}) {
+				require.NoError(t, err)
+				t.Fatal("Apply wrote")
+			}
+		})
+	}
 }
