@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
@@ -86,16 +87,20 @@ func (f Finding) String() string {
 }
 
 // AdviseOptions sets when Advise speaks. A zero field takes its default.
+// A field that is no threshold (negative, NaN, infinite, or a share above
+// 1) is refused by Advise (ErrInvalidArgument) and takes its default in
+// Findings, which returns no error.
 type AdviseOptions struct {
 	// MinWrites is how many record writes must have been counted before an
 	// index that no query read is called unused (default 1000).
 	MinWrites int64
-	// Selectivity is the share of the records that an average key must
-	// select, and at least two records, for the key to be of low
+	// Selectivity is the share of the records, at most 1, that an average
+	// key must select, and at least two records, for the key to be of low
 	// cardinality (default 0.05).
 	Selectivity float64
-	// Skew is the share of the entries that the most common key, or key
-	// prefix, must hold more than for it to be skewed (default 0.5).
+	// Skew is the share of the entries, at most 1, that the most common
+	// key, or key prefix, must hold more than for it to be skewed (default
+	// 0.5).
 	Skew float64
 	// Volatility is the number of entries that updates and deletes change
 	// per read at which the data is volatile (default 10).
@@ -105,17 +110,44 @@ type AdviseOptions struct {
 	MinScans int64
 }
 
+// check returns an error wrapping ErrInvalidArgument for the first field
+// of o that is no threshold.
+func (o AdviseOptions) check() error {
+	bad := func(name string, v any) error {
+		return fmt.Errorf("%w: AdviseOptions.%s %v is no threshold", ErrInvalidArgument, name, v)
+	}
+	switch {
+	case o.MinWrites < 0:
+		return bad("MinWrites", o.MinWrites)
+	case o.MinScans < 0:
+		return bad("MinScans", o.MinScans)
+	case !validThreshold(o.Selectivity, 1):
+		return bad("Selectivity", o.Selectivity)
+	case !validThreshold(o.Skew, 1):
+		return bad("Skew", o.Skew)
+	case !validThreshold(o.Volatility, math.MaxFloat64):
+		return bad("Volatility", o.Volatility)
+	}
+	return nil
+}
+
+// validThreshold reports whether v is zero (the default) or a number in
+// (0, most].
+func validThreshold(v, most float64) bool { return v >= 0 && v <= most }
+
+// withDefaults returns o with the default in every field that is zero or
+// no threshold.
 func (o AdviseOptions) withDefaults() AdviseOptions {
 	if o.MinWrites <= 0 {
 		o.MinWrites = 1000
 	}
-	if o.Selectivity <= 0 {
+	if !(o.Selectivity > 0 && o.Selectivity <= 1) { // NaN too
 		o.Selectivity = 0.05
 	}
-	if o.Skew <= 0 {
+	if !(o.Skew > 0 && o.Skew <= 1) {
 		o.Skew = 0.5
 	}
-	if o.Volatility <= 0 {
+	if !(o.Volatility > 0 && o.Volatility <= math.MaxFloat64) {
 		o.Volatility = 10
 	}
 	if o.MinScans <= 0 {
@@ -129,6 +161,9 @@ func (o AdviseOptions) withDefaults() AdviseOptions {
 // It scans the whole table.
 func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, error) {
 	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if err := opts.check(); err != nil {
 		return nil, err
 	}
 	info, err := readTableInfo(ctx, t.store, t.name, t.prefix)

@@ -3,6 +3,7 @@ package indextable_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -193,4 +194,100 @@ func filterFindings[T any](t *testing.T, tbl *it.Table[T]) []it.Finding {
 		}
 	}
 	return out
+}
+
+// adviseFixture is a table's catalog, stats and usage, built by hand.
+type adviseFixture struct {
+	info  it.TableInfo
+	stats it.TableStats
+	usage it.TableUsage
+}
+
+// quietFixture is 1000 records over 100 ages, queried at age 30: the
+// defaults find nothing in it.
+func quietFixture() adviseFixture {
+	return adviseFixture{
+		info: it.TableInfo{Name: "q", Indexes: []it.IndexInfo{{
+			IndexStatus: it.IndexStatus{Name: "age", State: it.IndexReadable, Generation: 1},
+			Definition:  &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: []string{"Age"}},
+		}}},
+		stats: it.TableStats{Records: 1000, Indexes: []it.IndexStats{{
+			Index: "age", Entries: 1000, DistinctKeys: 100, CommonKey: it.Tuple{int64(30)}, CommonEntries: 10,
+			Prefixes: []it.PrefixStats{{Distinct: 100, Common: it.Tuple{int64(30)}, CommonEntries: 10}},
+		}}},
+		usage: it.TableUsage{Writes: 10, Indexes: map[string]it.IndexUsage{"age": {
+			Reads: 100, Returned: 1000, WholeReads: 100, ReadKeys: []it.KeyReads{{Key: it.Tuple{int64(30)}, Reads: 100}},
+		}}},
+	}
+}
+
+// loudFixture is 1000 records whose "active" index is of low cardinality,
+// skewed, volatile, and whose "unread" index nobody reads, with 100 scans
+// filtered on Town: the defaults find one of each.
+func loudFixture() adviseFixture {
+	def := &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: []string{"Active"}}
+	return adviseFixture{
+		info: it.TableInfo{Name: "l", Indexes: []it.IndexInfo{
+			{IndexStatus: it.IndexStatus{Name: "active", State: it.IndexReadable, Generation: 1}, Definition: def},
+			{IndexStatus: it.IndexStatus{Name: "unread", State: it.IndexReadable, Generation: 1}, Definition: def},
+		}},
+		stats: it.TableStats{Records: 1000, Indexes: []it.IndexStats{
+			{Index: "active", Entries: 1000, DistinctKeys: 2, CommonKey: it.Tuple{true}, CommonEntries: 900,
+				Prefixes: []it.PrefixStats{{Distinct: 2, Common: it.Tuple{true}, CommonEntries: 900}}},
+			{Index: "unread", Entries: 1000, DistinctKeys: 1000, CommonKey: it.Tuple{true}, CommonEntries: 1},
+		}},
+		usage: it.TableUsage{Writes: 2000, Filters: []it.FilterUse{{Fields: []string{"Town"}, Scans: 100}},
+			Indexes: map[string]it.IndexUsage{"active": {
+				Reads: 10, WholeReads: 10, Changes: 1000, ReadKeys: []it.KeyReads{{Key: it.Tuple{true}, Reads: 10}},
+			}}},
+	}
+}
+
+// badAdviseOptions are options with a field that is no threshold: NaN,
+// infinite, negative, or a share above 1.
+var badAdviseOptions = []it.AdviseOptions{
+	{MinWrites: -1}, {MinScans: -1},
+	{Selectivity: math.NaN()}, {Selectivity: math.Inf(1)}, {Selectivity: math.Inf(-1)}, {Selectivity: -0.1}, {Selectivity: 1.5},
+	{Skew: math.NaN()}, {Skew: math.Inf(1)}, {Skew: math.Inf(-1)}, {Skew: -0.1}, {Skew: 1.5},
+	{Volatility: math.NaN()}, {Volatility: math.Inf(1)}, {Volatility: math.Inf(-1)}, {Volatility: -1},
+}
+
+// TestFindingsTakeTheDefaultForOptionsOutOfRange: a NaN option made every
+// comparison false, which reported every key of more than one entry
+// skewed (Skew) or silenced a rule (Selectivity, Volatility); an infinite
+// or out-of-range one silenced its rule. Findings, which returns no error,
+// takes the default for such a field.
+func TestFindingsTakeTheDefaultForOptionsOutOfRange(t *testing.T) {
+	for name, fx := range map[string]adviseFixture{"quiet": quietFixture(), "loud": loudFixture()} {
+		want := it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{})
+		if name == "loud" {
+			var kinds []it.FindingKind
+			for _, f := range want {
+				kinds = append(kinds, f.Kind)
+			}
+			require.Equal(t, []it.FindingKind{it.LowCardinality, it.Skewed, it.Volatile, it.Unused, it.UnindexedFilter}, kinds, "%v", want)
+		} else {
+			require.Empty(t, want)
+		}
+		for _, opts := range badAdviseOptions {
+			assert.Equal(t, want, it.Findings(fx.info, fx.stats, fx.usage, opts), "%s: options %+v", name, opts)
+		}
+	}
+}
+
+// TestAdviseRefusesOptionsOutOfRange: Advise, which returns an error,
+// refuses an option that is no threshold; a zero one takes the default,
+// and a share of 1 is one.
+func TestAdviseRefusesOptionsOutOfRange(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	for _, opts := range badAdviseOptions {
+		_, err := tbl.Advise(ctx, opts)
+		assert.ErrorIs(t, err, it.ErrInvalidArgument, "%+v", opts)
+	}
+	for _, opts := range []it.AdviseOptions{{}, {Selectivity: 1, Skew: 1}, {MinWrites: math.MaxInt64, Volatility: 1e300}} {
+		_, err := tbl.Advise(ctx, opts)
+		assert.NoError(t, err, "%+v", opts)
+	}
 }
