@@ -38,11 +38,13 @@ const (
 	Volatile
 	// UnindexedFilter: queries often scan the fact table filtering on the
 	// same fields (Query.Where); an index table keyed on them would answer
-	// each with a range read. The finding names the index that already
-	// leads with those fields, if one does (saying why it did not answer
-	// them if it is not readable, or sparse, or multi-valued), else the
-	// index that leads with the most of them, if one does, and no index
-	// otherwise.
+	// each with a range read. When the fields lead the primary key, or hold
+	// it whole (each scan then selects at most one record), the finding
+	// names no index and says to read the fact table by Eq (or Get).
+	// Otherwise it names the index that already leads with those fields, if
+	// one does (saying why it did not answer them if it is not readable, or
+	// sparse, or multi-valued), else the index that leads with the most of
+	// them, if one does, and no index otherwise.
 	UnindexedFilter
 	// Projection: every read of a FullCopy index named the few fields it
 	// uses (Query.Fields), so a KeysOnly or Partial index would answer the
@@ -170,6 +172,12 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 	if err != nil {
 		return nil, err
 	}
+	// The table's own primary key, where the store keeps none (a read-only
+	// store).
+	info.PrimaryKey = nil
+	for _, f := range t.pk {
+		info.PrimaryKey = append(info.PrimaryKey, f.name)
+	}
 	stats, err := t.Stats(ctx)
 	if err != nil {
 		return nil, err
@@ -184,7 +192,8 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 // Findings applies the pattern's rules to a table as its catalog describes
 // it, what it holds and what it has done: index by index in the order of
 // stats, then the filters of its scans. Only indexes that table lists as
-// readable are judged; one that no rule objects to has no finding.
+// readable are judged; one that no rule objects to has no finding. The
+// primary key is table's PrimaryKey, else that of its index definitions.
 func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
 	o := opts.withDefaults()
 	var out []Finding
@@ -196,7 +205,7 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		out = append(out, indexFindings(d, s, stats.Records, usage, o)...)
 	}
 	for _, fu := range usage.Filters {
-		if fu.Scans >= o.MinScans {
+		if fu.Scans >= o.MinScans && len(fu.Fields) > 0 { // no field is no filter
 			out = append(out, filterFinding(table, stats.Records, fu))
 		}
 	}
@@ -315,20 +324,29 @@ func prefixReads(prefixes []PrefixStats, reads []KeyReads) (hits, targeted []int
 }
 
 // filterFinding says what would answer the scans of the fact table that
-// fu counts better: the index that leads with the fields filtered on; the
-// primary key, if it does; an index that leads with them but does not
-// answer for every record, and why; one that leads with some of them; or,
-// failing those, a new index on them.
+// fu counts better: the fact table itself, by Eq on the primary key, when
+// the fields filtered on hold it whole (at most one record each) or lead
+// it; the index that leads with them; an index that leads with them but
+// does not answer for every record, and why; one that leads with some of
+// them; or, failing those, a new index on them.
 func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
 	f := Finding{Kind: UnindexedFilter}
-	var pk, some []string
+	pk := primaryKey(table)
+	switch n := leading(pk, fu.Fields); {
+	case n > 0 && n == len(fu.Fields):
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which the primary key leads with: query the fact table by Eq instead", fu.Scans, records, fu.Fields)
+		return f
+	case n > 0 && n == len(pk):
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which hold the whole primary key %v: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns", fu.Scans, records, fu.Fields, pk)
+		return f
+	}
+	var some []string
 	var near, nearBy string // an index that leads with the fields, and what it lacks
 	for _, ii := range table.Indexes {
 		d := ii.Definition
 		if d == nil {
 			continue
 		}
-		pk = d.PrimaryKey
 		lacks := shortfalls(ii)
 		switch n := leading(d.Fields, fu.Fields); {
 		case n == len(fu.Fields) && len(lacks) == 0:
@@ -342,9 +360,6 @@ func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
 		}
 	}
 	switch {
-	case leading(pk, fu.Fields) == len(fu.Fields):
-		f.Index = ""
-		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which the primary key leads with: query the fact table by Eq instead", fu.Scans, records, fu.Fields)
 	case near != "":
 		f.Index = near
 		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which this index leads with, but %s", fu.Scans, records, fu.Fields, nearBy)
@@ -354,6 +369,20 @@ func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
 		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v: an index on them would answer each with a range", fu.Scans, records, fu.Fields)
 	}
 	return f
+}
+
+// primaryKey returns the primary key fields of table: its PrimaryKey, else
+// those its index definitions record; nil when neither is known.
+func primaryKey(table TableInfo) []string {
+	if len(table.PrimaryKey) > 0 {
+		return table.PrimaryKey
+	}
+	for _, ii := range table.Indexes {
+		if ii.Definition != nil && len(ii.Definition.PrimaryKey) > 0 {
+			return ii.Definition.PrimaryKey
+		}
+	}
+	return nil
 }
 
 // shortfalls says why the index ii does not answer, for every record, a

@@ -291,3 +291,102 @@ func TestAdviseRefusesOptionsOutOfRange(t *testing.T) {
 		assert.NoError(t, err, "%+v", opts)
 	}
 }
+
+// TestAdviseKnowsThePrimaryKeyWithoutIndexes: the filter rule learned the
+// primary key from index definitions only, so on a table with no index it
+// proposed an index on the primary key, an index the fact table already
+// is. The table's primary key is known without indexes: from the table
+// (Advise), and from what the store keeps (ReadCatalog, for Findings).
+func TestAdviseKnowsThePrimaryKeyWithoutIndexes(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, shop{ID: i, Town: "T"})
+		require.NoError(t, err)
+	}
+	for i := range 100 {
+		drainAll(t, tbl, it.Query{Where: map[string]any{"ID": i % 10}})
+	}
+	want := []it.Finding{{Kind: it.UnindexedFilter,
+		Reason: "100 scans of the 10 records filtered on [ID], which the primary key leads with: query the fact table by Eq instead"}}
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, want, findings)
+
+	// A tool, without the program.
+	require.NoError(t, tbl.SaveUsage(ctx))
+	tables, err := it.ReadCatalog(ctx, s)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	assert.Equal(t, []string{"ID"}, tables[0].PrimaryKey)
+	stats, err := it.StatsOf(ctx, s, tables[0])
+	require.NoError(t, err)
+	usage, err := it.UsageOf(ctx, s, "shops")
+	require.NoError(t, err)
+	assert.Equal(t, want, it.Findings(tables[0], stats, usage, it.AdviseOptions{}))
+}
+
+// TestAdviseFindsFiltersThatFixThePrimaryKeyByEq: a filter on the whole
+// primary key and other fields selects at most one record, which Get, or
+// Eq on the primary key, finds; Advise proposed an index on them all
+// (with an index on other fields, or without one).
+func TestAdviseFindsFiltersThatFixThePrimaryKeyByEq(t *testing.T) {
+	type visit struct {
+		Region string
+		ID     int
+		Town   string
+		Age    int
+	}
+	const prefixOfPK = "100 scans of the 10 records filtered on [Region], which the primary key leads with: query the fact table by Eq instead"
+	for _, tc := range []struct {
+		name    string
+		pk      []string
+		indexes []it.Index[visit]
+		where   func(v visit) map[string]any
+		want    string
+	}{
+		{"primary key and another field", []string{"ID"}, nil,
+			func(v visit) map[string]any { return map[string]any{"ID": v.ID, "Age": v.Age} },
+			"100 scans of the 10 records filtered on [Age ID], which hold the whole primary key [ID]: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns"},
+		{"the same, beside an index", []string{"ID"}, []it.Index[visit]{{Name: "town", Fields: []string{"Town"}}},
+			func(v visit) map[string]any { return map[string]any{"ID": v.ID, "Age": v.Age} },
+			"100 scans of the 10 records filtered on [Age ID], which hold the whole primary key [ID]: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns"},
+		{"a composite primary key and another field", []string{"Region", "ID"}, []it.Index[visit]{{Name: "age_id", Fields: []string{"Age", "ID"}}},
+			func(v visit) map[string]any { return map[string]any{"Region": v.Region, "ID": v.ID, "Age": v.Age} },
+			"100 scans of the 10 records filtered on [Age ID Region], which hold the whole primary key [Region ID]: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns"},
+		{"a prefix of a composite primary key", []string{"Region", "ID"}, nil,
+			func(v visit) map[string]any { return map[string]any{"Region": v.Region} }, prefixOfPK},
+		{"a prefix of a composite primary key, beside an index on it", []string{"Region", "ID"}, []it.Index[visit]{{Name: "region", Fields: []string{"Region"}}},
+			func(v visit) map[string]any { return map[string]any{"Region": v.Region} }, prefixOfPK},
+		{"part of a composite primary key", []string{"Region", "ID"}, nil,
+			func(v visit) map[string]any { return map[string]any{"ID": v.ID} },
+			"100 scans of the 10 records filtered on [ID]: an index on them would answer each with a range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[visit]{Name: "visits", PrimaryKey: tc.pk, Indexes: tc.indexes})
+			require.NoError(t, err)
+			var visits []visit
+			for i := range 10 {
+				v := visit{Region: fmt.Sprint("R", i%2), ID: i, Town: "T", Age: i}
+				visits = append(visits, v)
+				_, err := tbl.Insert(ctx, v)
+				require.NoError(t, err)
+			}
+			for i := range 100 {
+				drainAll(t, tbl, it.Query{Where: tc.where(visits[i%10])})
+			}
+			assert.Equal(t, []it.Finding{{Kind: it.UnindexedFilter, Reason: tc.want}}, filterFindings(t, tbl))
+		})
+	}
+}
+
+// TestFindingsOfAFilterOnNoField: a FilterUse with no field (built by
+// hand) is no filter; the primary key "led with" its empty set.
+func TestFindingsOfAFilterOnNoField(t *testing.T) {
+	fx := quietFixture()
+	fx.usage.Filters = []it.FilterUse{{Scans: 1000}, {Fields: []string{}, Scans: 1000}}
+	assert.Empty(t, it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{}))
+}
