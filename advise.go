@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -49,6 +50,8 @@ const (
 	// Projection: every read of a FullCopy index named the few fields it
 	// uses (Query.Fields), so a KeysOnly or Partial index would answer the
 	// same reads from its entries, without a whole copy of every record.
+	// The entries hold the primary key and the key fields, except the slice
+	// fields of a multi-valued index, which a Partial one projects.
 	Projection
 )
 
@@ -172,11 +175,16 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 	if err != nil {
 		return nil, err
 	}
-	// The table's own primary key, where the store keeps none (a read-only
-	// store).
+	// The table's own primary key and layout, where the store keeps none (a
+	// read-only store, a type with its own JSON encoding).
 	info.PrimaryKey = nil
 	for _, f := range t.pk {
 		info.PrimaryKey = append(info.PrimaryKey, f.name)
+	}
+	if info.Layout == "" {
+		if desc, err := describeType(nil, t.rtype, false); err == nil {
+			info.Layout = string(desc) // by kinds and names: which fields are slices
+		}
 	}
 	stats, err := t.Stats(ctx)
 	if err != nil {
@@ -193,7 +201,9 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 // it, what it holds and what it has done: index by index in the order of
 // stats, then the filters of its scans. Only indexes that table lists as
 // readable are judged; one that no rule objects to has no finding. The
-// primary key is table's PrimaryKey, else that of its index definitions.
+// primary key is table's PrimaryKey, else that of its index definitions;
+// which key fields of a multi-valued index are slices is read from its
+// Layout.
 func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
 	o := opts.withDefaults()
 	var out []Finding
@@ -202,7 +212,7 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		if state != IndexReadable {
 			continue // being built, or disabled: no query can read it yet
 		}
-		out = append(out, indexFindings(d, s, stats.Records, usage, o)...)
+		out = append(out, indexFindings(table, d, s, stats.Records, usage, o)...)
 	}
 	for _, fu := range usage.Filters {
 		if fu.Scans >= o.MinScans && len(fu.Fields) > 0 { // no field is no filter
@@ -212,9 +222,9 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 	return out
 }
 
-// indexFindings applies the rules to the index that d defines (nil when
-// not recorded) and s measures, in a table of records records.
-func indexFindings(d *IndexDefinition, s IndexStats, records int64, usage TableUsage, o AdviseOptions) []Finding {
+// indexFindings applies the rules to the index of table that d defines
+// (nil when not recorded) and s measures, in a table of records records.
+func indexFindings(table TableInfo, d *IndexDefinition, s IndexStats, records int64, usage TableUsage, o AdviseOptions) []Finding {
 	var out []Finding
 	u := usage.Indexes[s.Index]
 	add := func(k FindingKind, format string, args ...any) {
@@ -238,28 +248,67 @@ func indexFindings(d *IndexDefinition, s IndexStats, records int64, usage TableU
 			u.Changes, u.Reads, float64(u.Changes)/float64(u.Reads))
 	}
 	if d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
-		add(Projection, "%s", projectionReason(d, u))
+		add(Projection, "%s", projectionReason(d, sliceFields(table, d), u))
 	}
 	return out
 }
 
-// projectionReason says which strategy would answer the reads u of the FullCopy
-// index that d defines, every one of which named its fields.
-func projectionReason(d *IndexDefinition, u IndexUsage) string {
+// projectionReason says which strategy would answer the reads u of the
+// FullCopy index that d defines, every one of which named its fields. The
+// entries of a KeysOnly or Partial index hold the primary key and the key
+// fields, but for the slices of a multi-valued index: slices names them,
+// or is nil when they are not known.
+func projectionReason(d *IndexDefinition, multi []string, u IndexUsage) string {
 	read := slices.Sorted(maps.Keys(u.FieldsRead))
-	var extra []string // read, and not in the entry's key
+	var extra, maybe []string // read and not in the entries; read, and in them unless a slice
 	for _, f := range read {
-		if !slices.Contains(d.PrimaryKey, f) && (d.MultiValued || !slices.Contains(d.Fields, f)) {
+		switch {
+		case slices.Contains(d.PrimaryKey, f):
+		case !slices.Contains(d.Fields, f) || slices.Contains(multi, f):
 			extra = append(extra, f)
+		case d.MultiValued && multi == nil:
+			maybe = append(maybe, f)
 		}
 	}
 	switch {
 	case len(read) == 0:
 		return fmt.Sprintf("all %d reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records", u.Reads)
-	case len(extra) == 0:
+	case len(extra) == 0 && len(maybe) == 0:
 		return fmt.Sprintf("all %d reads named only key fields (%v): KeysOnly would answer them from its entries, with no copy of the records", u.Reads, read)
+	case len(extra) == 0:
+		return fmt.Sprintf("all %d reads named only fields among %v: KeysOnly would answer them from its entries if none of %v is a slice field of the index, else Partial with Projection of those that are (the table keeps no layout to tell), with no whole copy of the records", u.Reads, read, maybe)
+	case len(maybe) > 0:
+		return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v, and those of %v that are slice fields of the index (the table keeps no layout to tell), would answer them from its entries, with no whole copy of the records", u.Reads, read, extra, maybe)
 	}
 	return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v would answer them from its entries, with no whole copy of the records", u.Reads, read, extra)
+}
+
+// sliceFields returns the key fields of the multi-valued index that d
+// defines that are slices, which its entries do not hold: as the layout of
+// table says, or the lone key field (a multi-valued index has one); nil
+// when that is not known, and for any other index.
+func sliceFields(table TableInfo, d *IndexDefinition) []string {
+	if !d.MultiValued || d.Computed {
+		return nil
+	}
+	if len(d.Fields) == 1 {
+		return d.Fields
+	}
+	rt, err := layoutType(table.Layout)
+	if table.Layout == "" || err != nil || rt.Kind() != reflect.Struct {
+		return nil
+	}
+	out := []string{}
+	for _, name := range d.Fields {
+		f, err := lookupField(rt, name, true)
+		if err != nil {
+			return nil // a layout other than the index's
+		}
+		if f.multi {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // skews judges skew on each key prefix that the queries u fix (Query.Eq),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -389,4 +390,106 @@ func TestFindingsOfAFilterOnNoField(t *testing.T) {
 	fx := quietFixture()
 	fx.usage.Filters = []it.FilterUse{{Scans: 1000}, {Fields: []string{}, Scans: 1000}}
 	assert.Empty(t, it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{}))
+}
+
+// TestFindingsProjectionOfAMultiValuedIndexLacksOnlyItsSliceFields: the
+// entries of a KeysOnly or Partial multi-valued index hold its
+// single-valued key fields (Query.Covered), not its slice fields; the
+// projection rule took every key field of a MultiValued index as missing,
+// and proposed a projection where KeysOnly would answer the reads. Which
+// key fields are slices is read from the table's layout; without one, only
+// a lone key field is known to be one.
+func TestFindingsProjectionOfAMultiValuedIndexLacksOnlyItsSliceFields(t *testing.T) {
+	const layout = `struct{ID int "";Country string "";Tags []string "";Note string "";}`
+	for _, tc := range []struct {
+		name   string
+		layout string
+		fields []string // the index's key fields
+		read   []string // the fields every read named
+		want   string
+	}{
+		{"single-valued key fields", layout, []string{"Country", "Tags"}, []string{"ID", "Country"},
+			"all 50 reads named only key fields ([Country ID]): KeysOnly would answer them from its entries, with no copy of the records"},
+		{"a slice field", layout, []string{"Country", "Tags"}, []string{"ID", "Country", "Tags"},
+			"all 50 reads named only fields among [Country ID Tags]: Partial with Projection [Tags] would answer them from its entries, with no whole copy of the records"},
+		{"a slice field and another", layout, []string{"Country", "Tags"}, []string{"Tags", "Note"},
+			"all 50 reads named only fields among [Note Tags]: Partial with Projection [Note Tags] would answer them from its entries, with no whole copy of the records"},
+		{"a lone key field, without a layout", "", []string{"Tags"}, []string{"ID", "Tags"},
+			"all 50 reads named only fields among [ID Tags]: Partial with Projection [Tags] would answer them from its entries, with no whole copy of the records"},
+		{"key fields without a layout", "", []string{"Country", "Tags"}, []string{"ID", "Country"},
+			"all 50 reads named only fields among [Country ID]: KeysOnly would answer them from its entries if none of [Country] is a slice field of the index, else Partial with Projection of those that are (the table keeps no layout to tell), with no whole copy of the records"},
+		{"key fields and another, without a layout", "", []string{"Country", "Tags"}, []string{"Country", "Note"},
+			"all 50 reads named only fields among [Country Note]: Partial with Projection [Note], and those of [Country] that are slice fields of the index (the table keeps no layout to tell), would answer them from its entries, with no whole copy of the records"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: tc.fields, Strategy: it.FullCopy, MultiValued: true}
+			info := it.TableInfo{Name: "m", PrimaryKey: []string{"ID"}, Codec: "json", Layout: tc.layout,
+				Indexes: []it.IndexInfo{{IndexStatus: it.IndexStatus{Name: "ct", State: it.IndexReadable, Generation: 1}, Definition: def}}}
+			stats := it.TableStats{Records: 1000, Indexes: []it.IndexStats{{Index: "ct", Entries: 3000, DistinctKeys: 3000, CommonEntries: 1}}}
+			fields := map[string]int64{}
+			for _, f := range tc.read {
+				fields[f] = 50
+			}
+			usage := it.TableUsage{Indexes: map[string]it.IndexUsage{"ct": {Reads: 50, FieldsRead: fields}}}
+			assert.Equal(t, []it.Finding{{Index: "ct", Kind: it.Projection, Reason: tc.want}}, it.Findings(info, stats, usage, it.AdviseOptions{}))
+		})
+	}
+}
+
+// pricedPlace has its own JSON encoding (Price): the store keeps no layout
+// of it.
+type pricedPlace struct {
+	ID      int
+	Country string
+	Tags    []string
+	Price   moneyAmount
+}
+
+// TestAdviseProjectionOfAMultiValuedIndex: what the rule proposes answers
+// the reads from the entries; Advise knows the slice fields from the
+// layout the table keeps, or from the table when it keeps none.
+func TestAdviseProjectionOfAMultiValuedIndex(t *testing.T) {
+	t.Run("a layout kept", func(t *testing.T) {
+		adviseProjectionOfAMultiValuedIndex(t, place{ID: 1, Country: "US", Tags: []string{"a", "b"}})
+	})
+	t.Run("no layout kept", func(t *testing.T) {
+		adviseProjectionOfAMultiValuedIndex(t, pricedPlace{ID: 1, Country: "US", Tags: []string{"a", "b"}})
+	})
+}
+
+func adviseProjectionOfAMultiValuedIndex[T any](t *testing.T, rec T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	full := it.Index[T]{Name: "ct", Fields: []string{"Country", "Tags"}, MultiValued: true, Strategy: it.FullCopy}
+	tbl, err := it.Open(ctx, s, it.Schema[T]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{full}})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, rec)
+	require.NoError(t, err)
+	q := it.Query{Index: "ct", Eq: it.Tuple{"US"}, Fields: []string{"ID", "Country"}}
+	drainAll(t, tbl, q)
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	var projections []it.Finding
+	for _, f := range findings {
+		if f.Kind == it.Projection {
+			projections = append(projections, f)
+		}
+	}
+	require.Equal(t, []it.Finding{{Index: "ct", Kind: it.Projection,
+		Reason: "all 1 reads named only key fields ([Country ID]): KeysOnly would answer them from its entries, with no copy of the records"}}, projections)
+
+	// Indeed: the same read of the KeysOnly index is covered.
+	keysOnly := full
+	keysOnly.Strategy = it.KeysOnly
+	tbl, err = it.Open(ctx, s, it.Schema[T]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{keysOnly}})
+	require.NoError(t, err)
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	var zero T
+	for r, err := range tbl.Find(ctx, q) {
+		require.NoError(t, err)
+		v := reflect.ValueOf(&zero).Elem()
+		v.FieldByName("ID").Set(reflect.ValueOf(1))
+		v.FieldByName("Country").Set(reflect.ValueOf("US"))
+		assert.Equal(t, zero, r, "answered from the entry alone")
+	}
 }
