@@ -17,7 +17,9 @@ type FindingKind int
 
 const (
 	// Unused: no query read the index. Create index tables only for the
-	// queries the application runs; every write pays for this one.
+	// queries the application runs; every write pays for this one. The
+	// finding on a unique index says that writes still check their keys
+	// against it.
 	Unused FindingKind = iota + 1
 	// LowCardinality: the key has few distinct values, so each selects a
 	// large share of the table, which a scan of the fact table reads about
@@ -231,7 +233,11 @@ func indexFindings(table TableInfo, d *IndexDefinition, s IndexStats, records in
 		out = append(out, Finding{Index: s.Index, Kind: k, Reason: fmt.Sprintf(format, args...)})
 	}
 	if u.Reads == 0 && usage.Writes >= o.MinWrites {
-		add(Unused, "no query read it in %d record writes, which wrote %d of its entries", usage.Writes, u.Mutations)
+		unique := ""
+		if d != nil && d.Unique {
+			unique = "; but it is unique: writes check their keys against it, which dropping it would stop"
+		}
+		add(Unused, "no query read it in %d record writes, which wrote %d of its entries%s", usage.Writes, u.Mutations, unique)
 	}
 	if s.DistinctKeys > 0 && records > 0 {
 		perKey := float64(s.Entries) / float64(s.DistinctKeys)

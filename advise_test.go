@@ -493,3 +493,24 @@ func adviseProjectionOfAMultiValuedIndex[T any](t *testing.T, rec T) {
 		assert.Equal(t, zero, r, "answered from the entry alone")
 	}
 }
+
+// TestFindingsOfAnUnusedUniqueIndexSayItChecksWrites: an unread unique
+// index was called unused like any other, though every write checks its
+// key against it: dropping it drops the constraint.
+func TestFindingsOfAnUnusedUniqueIndexSayItChecksWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		unique bool
+		want   string
+	}{
+		{"unique", true, "no query read it in 2000 record writes, which wrote 0 of its entries; but it is unique: writes check their keys against it, which dropping it would stop"},
+		{"not unique", false, "no query read it in 2000 record writes, which wrote 0 of its entries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := loudFixture()
+			fx.info.Indexes[1].Definition = &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: []string{"Email"}, Unique: tc.unique}
+			assert.Equal(t, []it.Finding{{Index: "unread", Kind: it.Unused, Reason: tc.want}},
+				findingsOf(it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{}), "unread"))
+		})
+	}
+}
