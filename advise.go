@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -15,7 +17,9 @@ type FindingKind int
 
 const (
 	// Unused: no query read the index. Create index tables only for the
-	// queries the application runs; every write pays for this one.
+	// queries the application runs; every write pays for this one. The
+	// finding on a unique index says that writes still check their keys
+	// against it.
 	Unused FindingKind = iota + 1
 	// LowCardinality: the key has few distinct values, so each selects a
 	// large share of the table, which a scan of the fact table reads about
@@ -37,15 +41,19 @@ const (
 	Volatile
 	// UnindexedFilter: queries often scan the fact table filtering on the
 	// same fields (Query.Where); an index table keyed on them would answer
-	// each with a range read. The finding names the index that already
-	// leads with those fields, if one does (saying why it did not answer
-	// them if it is not readable, or sparse, or multi-valued), else the
-	// index that leads with the most of them, if one does, and no index
-	// otherwise.
+	// each with a range read. When the fields lead the primary key, or hold
+	// it whole (each scan then selects at most one record), the finding
+	// names no index and says to read the fact table by Eq (or Get).
+	// Otherwise it names the index that already leads with those fields, if
+	// one does (saying why it did not answer them if it is not readable, or
+	// sparse, or multi-valued), else the index that leads with the most of
+	// them, if one does, and no index otherwise.
 	UnindexedFilter
 	// Projection: every read of a FullCopy index named the few fields it
 	// uses (Query.Fields), so a KeysOnly or Partial index would answer the
 	// same reads from its entries, without a whole copy of every record.
+	// The entries hold the primary key and the key fields, except the slice
+	// fields of a multi-valued index, which a Partial one projects.
 	Projection
 )
 
@@ -86,16 +94,20 @@ func (f Finding) String() string {
 }
 
 // AdviseOptions sets when Advise speaks. A zero field takes its default.
+// A field that is no threshold (negative, NaN, infinite, or a share above
+// 1) is refused by Advise (ErrInvalidArgument) and takes its default in
+// Findings, which returns no error.
 type AdviseOptions struct {
 	// MinWrites is how many record writes must have been counted before an
 	// index that no query read is called unused (default 1000).
 	MinWrites int64
-	// Selectivity is the share of the records that an average key must
-	// select, and at least two records, for the key to be of low
+	// Selectivity is the share of the records, at most 1, that an average
+	// key must select, and at least two records, for the key to be of low
 	// cardinality (default 0.05).
 	Selectivity float64
-	// Skew is the share of the entries that the most common key, or key
-	// prefix, must hold more than for it to be skewed (default 0.5).
+	// Skew is the share of the entries, at most 1, that the most common
+	// key, or key prefix, must hold more than for it to be skewed (default
+	// 0.5).
 	Skew float64
 	// Volatility is the number of entries that updates and deletes change
 	// per read at which the data is volatile (default 10).
@@ -105,17 +117,44 @@ type AdviseOptions struct {
 	MinScans int64
 }
 
+// check returns an error wrapping ErrInvalidArgument for the first field
+// of o that is no threshold.
+func (o AdviseOptions) check() error {
+	bad := func(name string, v any) error {
+		return fmt.Errorf("%w: AdviseOptions.%s %v is no threshold", ErrInvalidArgument, name, v)
+	}
+	switch {
+	case o.MinWrites < 0:
+		return bad("MinWrites", o.MinWrites)
+	case o.MinScans < 0:
+		return bad("MinScans", o.MinScans)
+	case !validThreshold(o.Selectivity, 1):
+		return bad("Selectivity", o.Selectivity)
+	case !validThreshold(o.Skew, 1):
+		return bad("Skew", o.Skew)
+	case !validThreshold(o.Volatility, math.MaxFloat64):
+		return bad("Volatility", o.Volatility)
+	}
+	return nil
+}
+
+// validThreshold reports whether v is zero (the default) or a number in
+// (0, most].
+func validThreshold(v, most float64) bool { return v >= 0 && v <= most }
+
+// withDefaults returns o with the default in every field that is zero or
+// no threshold.
 func (o AdviseOptions) withDefaults() AdviseOptions {
 	if o.MinWrites <= 0 {
 		o.MinWrites = 1000
 	}
-	if o.Selectivity <= 0 {
+	if !(o.Selectivity > 0 && o.Selectivity <= 1) { // NaN too
 		o.Selectivity = 0.05
 	}
-	if o.Skew <= 0 {
+	if !(o.Skew > 0 && o.Skew <= 1) {
 		o.Skew = 0.5
 	}
-	if o.Volatility <= 0 {
+	if !(o.Volatility > 0 && o.Volatility <= math.MaxFloat64) {
 		o.Volatility = 10
 	}
 	if o.MinScans <= 0 {
@@ -131,9 +170,23 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	info, err := readTableInfo(ctx, t.store, t.name, t.prefix)
 	if err != nil {
 		return nil, err
+	}
+	// The table's own primary key and layout, where the store keeps none (a
+	// read-only store, a type with its own JSON encoding).
+	info.PrimaryKey = nil
+	for _, f := range t.pk {
+		info.PrimaryKey = append(info.PrimaryKey, f.name)
+	}
+	if info.Layout == "" {
+		if desc, err := describeType(nil, t.rtype, false); err == nil {
+			info.Layout = string(desc) // by kinds and names: which fields are slices
+		}
 	}
 	stats, err := t.Stats(ctx)
 	if err != nil {
@@ -149,7 +202,10 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 // Findings applies the pattern's rules to a table as its catalog describes
 // it, what it holds and what it has done: index by index in the order of
 // stats, then the filters of its scans. Only indexes that table lists as
-// readable are judged; one that no rule objects to has no finding.
+// readable are judged; one that no rule objects to has no finding. The
+// primary key is table's PrimaryKey, else that of its index definitions;
+// which key fields of a multi-valued index are slices is read from its
+// Layout.
 func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
 	o := opts.withDefaults()
 	var out []Finding
@@ -158,26 +214,30 @@ func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOp
 		if state != IndexReadable {
 			continue // being built, or disabled: no query can read it yet
 		}
-		out = append(out, indexFindings(d, s, stats.Records, usage, o)...)
+		out = append(out, indexFindings(table, d, s, stats.Records, usage, o)...)
 	}
 	for _, fu := range usage.Filters {
-		if fu.Scans >= o.MinScans {
+		if fu.Scans >= o.MinScans && len(fu.Fields) > 0 { // no field is no filter
 			out = append(out, filterFinding(table, stats.Records, fu))
 		}
 	}
 	return out
 }
 
-// indexFindings applies the rules to the index that d defines (nil when
-// not recorded) and s measures, in a table of records records.
-func indexFindings(d *IndexDefinition, s IndexStats, records int64, usage TableUsage, o AdviseOptions) []Finding {
+// indexFindings applies the rules to the index of table that d defines
+// (nil when not recorded) and s measures, in a table of records records.
+func indexFindings(table TableInfo, d *IndexDefinition, s IndexStats, records int64, usage TableUsage, o AdviseOptions) []Finding {
 	var out []Finding
 	u := usage.Indexes[s.Index]
 	add := func(k FindingKind, format string, args ...any) {
 		out = append(out, Finding{Index: s.Index, Kind: k, Reason: fmt.Sprintf(format, args...)})
 	}
 	if u.Reads == 0 && usage.Writes >= o.MinWrites {
-		add(Unused, "no query read it in %d record writes, which wrote %d of its entries", usage.Writes, u.Mutations)
+		unique := ""
+		if d != nil && d.Unique {
+			unique = "; but it is unique: writes check their keys against it, which dropping it would stop"
+		}
+		add(Unused, "no query read it in %d record writes, which wrote %d of its entries%s", usage.Writes, u.Mutations, unique)
 	}
 	if s.DistinctKeys > 0 && records > 0 {
 		perKey := float64(s.Entries) / float64(s.DistinctKeys)
@@ -194,28 +254,67 @@ func indexFindings(d *IndexDefinition, s IndexStats, records int64, usage TableU
 			u.Changes, u.Reads, float64(u.Changes)/float64(u.Reads))
 	}
 	if d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
-		add(Projection, "%s", projectionReason(d, u))
+		add(Projection, "%s", projectionReason(d, sliceFields(table, d), u))
 	}
 	return out
 }
 
-// projectionReason says which strategy would answer the reads u of the FullCopy
-// index that d defines, every one of which named its fields.
-func projectionReason(d *IndexDefinition, u IndexUsage) string {
+// projectionReason says which strategy would answer the reads u of the
+// FullCopy index that d defines, every one of which named its fields. The
+// entries of a KeysOnly or Partial index hold the primary key and the key
+// fields, but for the slices of a multi-valued index: slices names them,
+// or is nil when they are not known.
+func projectionReason(d *IndexDefinition, multi []string, u IndexUsage) string {
 	read := slices.Sorted(maps.Keys(u.FieldsRead))
-	var extra []string // read, and not in the entry's key
+	var extra, maybe []string // read and not in the entries; read, and in them unless a slice
 	for _, f := range read {
-		if !slices.Contains(d.PrimaryKey, f) && (d.MultiValued || !slices.Contains(d.Fields, f)) {
+		switch {
+		case slices.Contains(d.PrimaryKey, f):
+		case !slices.Contains(d.Fields, f) || slices.Contains(multi, f):
 			extra = append(extra, f)
+		case d.MultiValued && multi == nil:
+			maybe = append(maybe, f)
 		}
 	}
 	switch {
 	case len(read) == 0:
 		return fmt.Sprintf("all %d reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records", u.Reads)
-	case len(extra) == 0:
+	case len(extra) == 0 && len(maybe) == 0:
 		return fmt.Sprintf("all %d reads named only key fields (%v): KeysOnly would answer them from its entries, with no copy of the records", u.Reads, read)
+	case len(extra) == 0:
+		return fmt.Sprintf("all %d reads named only fields among %v: KeysOnly would answer them from its entries if none of %v is a slice field of the index, else Partial with Projection of those that are (the table keeps no layout to tell), with no whole copy of the records", u.Reads, read, maybe)
+	case len(maybe) > 0:
+		return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v, and those of %v that are slice fields of the index (the table keeps no layout to tell), would answer them from its entries, with no whole copy of the records", u.Reads, read, extra, maybe)
 	}
 	return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v would answer them from its entries, with no whole copy of the records", u.Reads, read, extra)
+}
+
+// sliceFields returns the key fields of the multi-valued index that d
+// defines that are slices, which its entries do not hold: as the layout of
+// table says, or the lone key field (a multi-valued index has one); nil
+// when that is not known, and for any other index.
+func sliceFields(table TableInfo, d *IndexDefinition) []string {
+	if !d.MultiValued || d.Computed {
+		return nil
+	}
+	if len(d.Fields) == 1 {
+		return d.Fields
+	}
+	rt, err := layoutType(table.Layout)
+	if table.Layout == "" || err != nil || rt.Kind() != reflect.Struct {
+		return nil
+	}
+	out := []string{}
+	for _, name := range d.Fields {
+		f, err := lookupField(rt, name, true)
+		if err != nil {
+			return nil // a layout other than the index's
+		}
+		if f.multi {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // skews judges skew on each key prefix that the queries u fix (Query.Eq),
@@ -280,20 +379,29 @@ func prefixReads(prefixes []PrefixStats, reads []KeyReads) (hits, targeted []int
 }
 
 // filterFinding says what would answer the scans of the fact table that
-// fu counts better: the index that leads with the fields filtered on; the
-// primary key, if it does; an index that leads with them but does not
-// answer for every record, and why; one that leads with some of them; or,
-// failing those, a new index on them.
+// fu counts better: the fact table itself, by Eq on the primary key, when
+// the fields filtered on hold it whole (at most one record each) or lead
+// it; the index that leads with them; an index that leads with them but
+// does not answer for every record, and why; one that leads with some of
+// them; or, failing those, a new index on them.
 func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
 	f := Finding{Kind: UnindexedFilter}
-	var pk, some []string
+	pk := primaryKey(table)
+	switch n := leading(pk, fu.Fields); {
+	case n > 0 && n == len(fu.Fields):
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which the primary key leads with: query the fact table by Eq instead", fu.Scans, records, fu.Fields)
+		return f
+	case n > 0 && n == len(pk):
+		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which hold the whole primary key %v: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns", fu.Scans, records, fu.Fields, pk)
+		return f
+	}
+	var some []string
 	var near, nearBy string // an index that leads with the fields, and what it lacks
 	for _, ii := range table.Indexes {
 		d := ii.Definition
 		if d == nil {
 			continue
 		}
-		pk = d.PrimaryKey
 		lacks := shortfalls(ii)
 		switch n := leading(d.Fields, fu.Fields); {
 		case n == len(fu.Fields) && len(lacks) == 0:
@@ -307,9 +415,6 @@ func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
 		}
 	}
 	switch {
-	case leading(pk, fu.Fields) == len(fu.Fields):
-		f.Index = ""
-		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which the primary key leads with: query the fact table by Eq instead", fu.Scans, records, fu.Fields)
 	case near != "":
 		f.Index = near
 		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v, which this index leads with, but %s", fu.Scans, records, fu.Fields, nearBy)
@@ -319,6 +424,20 @@ func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
 		f.Reason = fmt.Sprintf("%d scans of the %d records filtered on %v: an index on them would answer each with a range", fu.Scans, records, fu.Fields)
 	}
 	return f
+}
+
+// primaryKey returns the primary key fields of table: its PrimaryKey, else
+// those its index definitions record; nil when neither is known.
+func primaryKey(table TableInfo) []string {
+	if len(table.PrimaryKey) > 0 {
+		return table.PrimaryKey
+	}
+	for _, ii := range table.Indexes {
+		if ii.Definition != nil && len(ii.Definition.PrimaryKey) > 0 {
+			return ii.Definition.PrimaryKey
+		}
+	}
+	return nil
 }
 
 // shortfalls says why the index ii does not answer, for every record, a

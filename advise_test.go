@@ -3,6 +3,8 @@ package indextable_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -193,4 +195,322 @@ func filterFindings[T any](t *testing.T, tbl *it.Table[T]) []it.Finding {
 		}
 	}
 	return out
+}
+
+// adviseFixture is a table's catalog, stats and usage, built by hand.
+type adviseFixture struct {
+	info  it.TableInfo
+	stats it.TableStats
+	usage it.TableUsage
+}
+
+// quietFixture is 1000 records over 100 ages, queried at age 30: the
+// defaults find nothing in it.
+func quietFixture() adviseFixture {
+	return adviseFixture{
+		info: it.TableInfo{Name: "q", Indexes: []it.IndexInfo{{
+			IndexStatus: it.IndexStatus{Name: "age", State: it.IndexReadable, Generation: 1},
+			Definition:  &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: []string{"Age"}},
+		}}},
+		stats: it.TableStats{Records: 1000, Indexes: []it.IndexStats{{
+			Index: "age", Entries: 1000, DistinctKeys: 100, CommonKey: it.Tuple{int64(30)}, CommonEntries: 10,
+			Prefixes: []it.PrefixStats{{Distinct: 100, Common: it.Tuple{int64(30)}, CommonEntries: 10}},
+		}}},
+		usage: it.TableUsage{Writes: 10, Indexes: map[string]it.IndexUsage{"age": {
+			Reads: 100, Returned: 1000, WholeReads: 100, ReadKeys: []it.KeyReads{{Key: it.Tuple{int64(30)}, Reads: 100}},
+		}}},
+	}
+}
+
+// loudFixture is 1000 records whose "active" index is of low cardinality,
+// skewed, volatile, and whose "unread" index nobody reads, with 100 scans
+// filtered on Town: the defaults find one of each.
+func loudFixture() adviseFixture {
+	def := &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: []string{"Active"}}
+	return adviseFixture{
+		info: it.TableInfo{Name: "l", Indexes: []it.IndexInfo{
+			{IndexStatus: it.IndexStatus{Name: "active", State: it.IndexReadable, Generation: 1}, Definition: def},
+			{IndexStatus: it.IndexStatus{Name: "unread", State: it.IndexReadable, Generation: 1}, Definition: def},
+		}},
+		stats: it.TableStats{Records: 1000, Indexes: []it.IndexStats{
+			{Index: "active", Entries: 1000, DistinctKeys: 2, CommonKey: it.Tuple{true}, CommonEntries: 900,
+				Prefixes: []it.PrefixStats{{Distinct: 2, Common: it.Tuple{true}, CommonEntries: 900}}},
+			{Index: "unread", Entries: 1000, DistinctKeys: 1000, CommonKey: it.Tuple{true}, CommonEntries: 1},
+		}},
+		usage: it.TableUsage{Writes: 2000, Filters: []it.FilterUse{{Fields: []string{"Town"}, Scans: 100}},
+			Indexes: map[string]it.IndexUsage{"active": {
+				Reads: 10, WholeReads: 10, Changes: 1000, ReadKeys: []it.KeyReads{{Key: it.Tuple{true}, Reads: 10}},
+			}}},
+	}
+}
+
+// badAdviseOptions are options with a field that is no threshold: NaN,
+// infinite, negative, or a share above 1.
+var badAdviseOptions = []it.AdviseOptions{
+	{MinWrites: -1}, {MinScans: -1},
+	{Selectivity: math.NaN()}, {Selectivity: math.Inf(1)}, {Selectivity: math.Inf(-1)}, {Selectivity: -0.1}, {Selectivity: 1.5},
+	{Skew: math.NaN()}, {Skew: math.Inf(1)}, {Skew: math.Inf(-1)}, {Skew: -0.1}, {Skew: 1.5},
+	{Volatility: math.NaN()}, {Volatility: math.Inf(1)}, {Volatility: math.Inf(-1)}, {Volatility: -1},
+}
+
+// TestFindingsTakeTheDefaultForOptionsOutOfRange: a NaN option made every
+// comparison false, which reported every key of more than one entry
+// skewed (Skew) or silenced a rule (Selectivity, Volatility); an infinite
+// or out-of-range one silenced its rule. Findings, which returns no error,
+// takes the default for such a field.
+func TestFindingsTakeTheDefaultForOptionsOutOfRange(t *testing.T) {
+	for name, fx := range map[string]adviseFixture{"quiet": quietFixture(), "loud": loudFixture()} {
+		want := it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{})
+		if name == "loud" {
+			var kinds []it.FindingKind
+			for _, f := range want {
+				kinds = append(kinds, f.Kind)
+			}
+			require.Equal(t, []it.FindingKind{it.LowCardinality, it.Skewed, it.Volatile, it.Unused, it.UnindexedFilter}, kinds, "%v", want)
+		} else {
+			require.Empty(t, want)
+		}
+		for _, opts := range badAdviseOptions {
+			assert.Equal(t, want, it.Findings(fx.info, fx.stats, fx.usage, opts), "%s: options %+v", name, opts)
+		}
+	}
+}
+
+// TestAdviseRefusesOptionsOutOfRange: Advise, which returns an error,
+// refuses an option that is no threshold; a zero one takes the default,
+// and a share of 1 is one.
+func TestAdviseRefusesOptionsOutOfRange(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	for _, opts := range badAdviseOptions {
+		_, err := tbl.Advise(ctx, opts)
+		assert.ErrorIs(t, err, it.ErrInvalidArgument, "%+v", opts)
+	}
+	for _, opts := range []it.AdviseOptions{{}, {Selectivity: 1, Skew: 1}, {MinWrites: math.MaxInt64, Volatility: 1e300}} {
+		_, err := tbl.Advise(ctx, opts)
+		assert.NoError(t, err, "%+v", opts)
+	}
+}
+
+// TestAdviseKnowsThePrimaryKeyWithoutIndexes: the filter rule learned the
+// primary key from index definitions only, so on a table with no index it
+// proposed an index on the primary key, an index the fact table already
+// is. The table's primary key is known without indexes: from the table
+// (Advise), and from what the store keeps (ReadCatalog, for Findings).
+func TestAdviseKnowsThePrimaryKeyWithoutIndexes(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, shop{ID: i, Town: "T"})
+		require.NoError(t, err)
+	}
+	for i := range 100 {
+		drainAll(t, tbl, it.Query{Where: map[string]any{"ID": i % 10}})
+	}
+	want := []it.Finding{{Kind: it.UnindexedFilter,
+		Reason: "100 scans of the 10 records filtered on [ID], which the primary key leads with: query the fact table by Eq instead"}}
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, want, findings)
+
+	// A tool, without the program.
+	require.NoError(t, tbl.SaveUsage(ctx))
+	tables, err := it.ReadCatalog(ctx, s)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	assert.Equal(t, []string{"ID"}, tables[0].PrimaryKey)
+	stats, err := it.StatsOf(ctx, s, tables[0])
+	require.NoError(t, err)
+	usage, err := it.UsageOf(ctx, s, "shops")
+	require.NoError(t, err)
+	assert.Equal(t, want, it.Findings(tables[0], stats, usage, it.AdviseOptions{}))
+}
+
+// TestAdviseFindsFiltersThatFixThePrimaryKeyByEq: a filter on the whole
+// primary key and other fields selects at most one record, which Get, or
+// Eq on the primary key, finds; Advise proposed an index on them all
+// (with an index on other fields, or without one).
+func TestAdviseFindsFiltersThatFixThePrimaryKeyByEq(t *testing.T) {
+	type visit struct {
+		Region string
+		ID     int
+		Town   string
+		Age    int
+	}
+	const prefixOfPK = "100 scans of the 10 records filtered on [Region], which the primary key leads with: query the fact table by Eq instead"
+	for _, tc := range []struct {
+		name    string
+		pk      []string
+		indexes []it.Index[visit]
+		where   func(v visit) map[string]any
+		want    string
+	}{
+		{"primary key and another field", []string{"ID"}, nil,
+			func(v visit) map[string]any { return map[string]any{"ID": v.ID, "Age": v.Age} },
+			"100 scans of the 10 records filtered on [Age ID], which hold the whole primary key [ID]: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns"},
+		{"the same, beside an index", []string{"ID"}, []it.Index[visit]{{Name: "town", Fields: []string{"Town"}}},
+			func(v visit) map[string]any { return map[string]any{"ID": v.ID, "Age": v.Age} },
+			"100 scans of the 10 records filtered on [Age ID], which hold the whole primary key [ID]: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns"},
+		{"a composite primary key and another field", []string{"Region", "ID"}, []it.Index[visit]{{Name: "age_id", Fields: []string{"Age", "ID"}}},
+			func(v visit) map[string]any { return map[string]any{"Region": v.Region, "ID": v.ID, "Age": v.Age} },
+			"100 scans of the 10 records filtered on [Age ID Region], which hold the whole primary key [Region ID]: each selects at most one record, which Get by the primary key (or a query of the fact table by Eq on it) reads without a scan; compare the rest with what it returns"},
+		{"a prefix of a composite primary key", []string{"Region", "ID"}, nil,
+			func(v visit) map[string]any { return map[string]any{"Region": v.Region} }, prefixOfPK},
+		{"a prefix of a composite primary key, beside an index on it", []string{"Region", "ID"}, []it.Index[visit]{{Name: "region", Fields: []string{"Region"}}},
+			func(v visit) map[string]any { return map[string]any{"Region": v.Region} }, prefixOfPK},
+		{"part of a composite primary key", []string{"Region", "ID"}, nil,
+			func(v visit) map[string]any { return map[string]any{"ID": v.ID} },
+			"100 scans of the 10 records filtered on [ID]: an index on them would answer each with a range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[visit]{Name: "visits", PrimaryKey: tc.pk, Indexes: tc.indexes})
+			require.NoError(t, err)
+			var visits []visit
+			for i := range 10 {
+				v := visit{Region: fmt.Sprint("R", i%2), ID: i, Town: "T", Age: i}
+				visits = append(visits, v)
+				_, err := tbl.Insert(ctx, v)
+				require.NoError(t, err)
+			}
+			for i := range 100 {
+				drainAll(t, tbl, it.Query{Where: tc.where(visits[i%10])})
+			}
+			assert.Equal(t, []it.Finding{{Kind: it.UnindexedFilter, Reason: tc.want}}, filterFindings(t, tbl))
+		})
+	}
+}
+
+// TestFindingsOfAFilterOnNoField: a FilterUse with no field (built by
+// hand) is no filter; the primary key "led with" its empty set.
+func TestFindingsOfAFilterOnNoField(t *testing.T) {
+	fx := quietFixture()
+	fx.usage.Filters = []it.FilterUse{{Scans: 1000}, {Fields: []string{}, Scans: 1000}}
+	assert.Empty(t, it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{}))
+}
+
+// TestFindingsProjectionOfAMultiValuedIndexLacksOnlyItsSliceFields: the
+// entries of a KeysOnly or Partial multi-valued index hold its
+// single-valued key fields (Query.Covered), not its slice fields; the
+// projection rule took every key field of a MultiValued index as missing,
+// and proposed a projection where KeysOnly would answer the reads. Which
+// key fields are slices is read from the table's layout; without one, only
+// a lone key field is known to be one.
+func TestFindingsProjectionOfAMultiValuedIndexLacksOnlyItsSliceFields(t *testing.T) {
+	const layout = `struct{ID int "";Country string "";Tags []string "";Note string "";}`
+	for _, tc := range []struct {
+		name   string
+		layout string
+		fields []string // the index's key fields
+		read   []string // the fields every read named
+		want   string
+	}{
+		{"single-valued key fields", layout, []string{"Country", "Tags"}, []string{"ID", "Country"},
+			"all 50 reads named only key fields ([Country ID]): KeysOnly would answer them from its entries, with no copy of the records"},
+		{"a slice field", layout, []string{"Country", "Tags"}, []string{"ID", "Country", "Tags"},
+			"all 50 reads named only fields among [Country ID Tags]: Partial with Projection [Tags] would answer them from its entries, with no whole copy of the records"},
+		{"a slice field and another", layout, []string{"Country", "Tags"}, []string{"Tags", "Note"},
+			"all 50 reads named only fields among [Note Tags]: Partial with Projection [Note Tags] would answer them from its entries, with no whole copy of the records"},
+		{"a lone key field, without a layout", "", []string{"Tags"}, []string{"ID", "Tags"},
+			"all 50 reads named only fields among [ID Tags]: Partial with Projection [Tags] would answer them from its entries, with no whole copy of the records"},
+		{"key fields without a layout", "", []string{"Country", "Tags"}, []string{"ID", "Country"},
+			"all 50 reads named only fields among [Country ID]: KeysOnly would answer them from its entries if none of [Country] is a slice field of the index, else Partial with Projection of those that are (the table keeps no layout to tell), with no whole copy of the records"},
+		{"key fields and another, without a layout", "", []string{"Country", "Tags"}, []string{"Country", "Note"},
+			"all 50 reads named only fields among [Country Note]: Partial with Projection [Note], and those of [Country] that are slice fields of the index (the table keeps no layout to tell), would answer them from its entries, with no whole copy of the records"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: tc.fields, Strategy: it.FullCopy, MultiValued: true}
+			info := it.TableInfo{Name: "m", PrimaryKey: []string{"ID"}, Codec: "json", Layout: tc.layout,
+				Indexes: []it.IndexInfo{{IndexStatus: it.IndexStatus{Name: "ct", State: it.IndexReadable, Generation: 1}, Definition: def}}}
+			stats := it.TableStats{Records: 1000, Indexes: []it.IndexStats{{Index: "ct", Entries: 3000, DistinctKeys: 3000, CommonEntries: 1}}}
+			fields := map[string]int64{}
+			for _, f := range tc.read {
+				fields[f] = 50
+			}
+			usage := it.TableUsage{Indexes: map[string]it.IndexUsage{"ct": {Reads: 50, FieldsRead: fields}}}
+			assert.Equal(t, []it.Finding{{Index: "ct", Kind: it.Projection, Reason: tc.want}}, it.Findings(info, stats, usage, it.AdviseOptions{}))
+		})
+	}
+}
+
+// pricedPlace has its own JSON encoding (Price): the store keeps no layout
+// of it.
+type pricedPlace struct {
+	ID      int
+	Country string
+	Tags    []string
+	Price   moneyAmount
+}
+
+// TestAdviseProjectionOfAMultiValuedIndex: what the rule proposes answers
+// the reads from the entries; Advise knows the slice fields from the
+// layout the table keeps, or from the table when it keeps none.
+func TestAdviseProjectionOfAMultiValuedIndex(t *testing.T) {
+	t.Run("a layout kept", func(t *testing.T) {
+		adviseProjectionOfAMultiValuedIndex(t, place{ID: 1, Country: "US", Tags: []string{"a", "b"}})
+	})
+	t.Run("no layout kept", func(t *testing.T) {
+		adviseProjectionOfAMultiValuedIndex(t, pricedPlace{ID: 1, Country: "US", Tags: []string{"a", "b"}})
+	})
+}
+
+func adviseProjectionOfAMultiValuedIndex[T any](t *testing.T, rec T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	full := it.Index[T]{Name: "ct", Fields: []string{"Country", "Tags"}, MultiValued: true, Strategy: it.FullCopy}
+	tbl, err := it.Open(ctx, s, it.Schema[T]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{full}})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, rec)
+	require.NoError(t, err)
+	q := it.Query{Index: "ct", Eq: it.Tuple{"US"}, Fields: []string{"ID", "Country"}}
+	drainAll(t, tbl, q)
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	var projections []it.Finding
+	for _, f := range findings {
+		if f.Kind == it.Projection {
+			projections = append(projections, f)
+		}
+	}
+	require.Equal(t, []it.Finding{{Index: "ct", Kind: it.Projection,
+		Reason: "all 1 reads named only key fields ([Country ID]): KeysOnly would answer them from its entries, with no copy of the records"}}, projections)
+
+	// Indeed: the same read of the KeysOnly index is covered.
+	keysOnly := full
+	keysOnly.Strategy = it.KeysOnly
+	tbl, err = it.Open(ctx, s, it.Schema[T]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{keysOnly}})
+	require.NoError(t, err)
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	var zero T
+	for r, err := range tbl.Find(ctx, q) {
+		require.NoError(t, err)
+		v := reflect.ValueOf(&zero).Elem()
+		v.FieldByName("ID").Set(reflect.ValueOf(1))
+		v.FieldByName("Country").Set(reflect.ValueOf("US"))
+		assert.Equal(t, zero, r, "answered from the entry alone")
+	}
+}
+
+// TestFindingsOfAnUnusedUniqueIndexSayItChecksWrites: an unread unique
+// index was called unused like any other, though every write checks its
+// key against it: dropping it drops the constraint.
+func TestFindingsOfAnUnusedUniqueIndexSayItChecksWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		unique bool
+		want   string
+	}{
+		{"unique", true, "no query read it in 2000 record writes, which wrote 0 of its entries; but it is unique: writes check their keys against it, which dropping it would stop"},
+		{"not unique", false, "no query read it in 2000 record writes, which wrote 0 of its entries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := loudFixture()
+			fx.info.Indexes[1].Definition = &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: []string{"Email"}, Unique: tc.unique}
+			assert.Equal(t, []it.Finding{{Index: "unread", Kind: it.Unused, Reason: tc.want}},
+				findingsOf(it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{}), "unread"))
+		})
+	}
 }

@@ -716,6 +716,10 @@ type IndexInfo struct {
 // TableInfo is a table of a store, as its catalog records it.
 type TableInfo struct {
 	Name string
+	// PrimaryKey names its primary key fields, as the table was last opened
+	// with, or as its index definitions record them; nil when neither is
+	// kept.
+	PrimaryKey []string
 	// Indexes holds its indexes in name order, dropped ones left out.
 	Indexes []IndexInfo
 	// Codec names the codec of its records ("json", "binary", or a type)
@@ -770,7 +774,7 @@ func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 func readTableInfo(ctx context.Context, store Store, name string, prefix []byte) (TableInfo, error) {
 	info := TableInfo{Name: name}
 	var err error
-	if info.Codec, info.Layout, err = readLayout(ctx, store, prefix); err != nil {
+	if info.Codec, info.Layout, info.PrimaryKey, err = readLayout(ctx, store, prefix); err != nil {
 		return TableInfo{}, fmt.Errorf("table %q: %w", name, err)
 	}
 	space := appendInt(bytes.Clone(prefix), spaceCatalog)
@@ -799,6 +803,9 @@ func readTableInfo(ctx context.Context, store Store, name string, prefix []byte)
 			ii.Definition, ii.Placement = &d, d.Placement
 		}
 		info.Indexes = append(info.Indexes, ii)
+		if len(info.PrimaryKey) == 0 && ii.Definition != nil { // kept by no layout
+			info.PrimaryKey = slices.Clone(ii.Definition.PrimaryKey)
+		}
 	}
 	return info, nil
 }

@@ -234,7 +234,10 @@ func parseType(s string) (reflect.Type, string, error) {
 	return t, s[end:], nil
 }
 
-const layoutFormat = 1
+// layoutFormat 2 adds the primary key's field names to format 1's codec
+// and descriptor, and keeps them, with no codec and descriptor, for a type
+// that no descriptor can stand for.
+const layoutFormat = 2
 
 // codecName names c in the stored layout: "json" and "binary" for the
 // library's codecs, which tools can decode, else c's type.
@@ -248,19 +251,27 @@ func codecName(c Codec) string {
 	return fmt.Sprintf("%T", c)
 }
 
-// recordLayout keeps the table's record layout and codec in the store, for
-// tools, or deletes a kept one when no descriptor can stand for the type.
-// It does its best and no more: Open does not fail for it (the store may be
-// read-only, say); a tool then finds the layout missing, or the last one
-// kept. Only a done ctx stops it.
+// recordLayout keeps the table's primary key, record layout and codec in
+// the store, for tools; without the layout and codec when no descriptor can
+// stand for the type. It does its best and no more: Open does not fail for
+// it (the store may be read-only, say); a tool then finds the layout
+// missing, or the last one kept. Only a done ctx stops it.
 func (t *Table[T]) recordLayout(ctx context.Context) error {
 	codec := codecName(t.codec)
 	desc, err := describeType(nil, t.rtype, codec != "binary")
-	var want []byte // nil: none
 	if err == nil {
-		if _, err = layoutType(string(desc)); err == nil {
-			want, err = EncodeTuple(int64(layoutFormat), codec, string(desc))
-		}
+		_, err = layoutType(string(desc))
+	}
+	if err != nil {
+		codec, desc = "", nil
+	}
+	elems := []any{int64(layoutFormat), codec, string(desc)}
+	for _, f := range t.pk {
+		elems = append(elems, f.name)
+	}
+	want, err := EncodeTuple(elems...)
+	if err != nil {
+		panic(err) // every element has a supported type
 	}
 	key := appendInt(bytes.Clone(t.prefix), spaceLayout)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -277,11 +288,7 @@ func (t *Table[T]) recordLayout(ctx context.Context) error {
 		} else {
 			b.ExpectAbsent(key)
 		}
-		if want != nil {
-			b.Put(key, want)
-		} else {
-			b.Delete(key)
-		}
+		b.Put(key, want)
 		if err = t.store.Apply(ctx, &b); !errors.Is(err, ErrConflict) {
 			break
 		}
@@ -289,25 +296,34 @@ func (t *Table[T]) recordLayout(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// readLayout returns the codec name and layout descriptor that the table
-// with prefix keeps, or empty strings when it keeps none.
-func readLayout(ctx context.Context, store Store, tablePrefix []byte) (codec, layout string, err error) {
+// readLayout returns the codec name, layout descriptor and primary key
+// fields that the table with prefix keeps: empty strings when it keeps no
+// layout, and no fields when it keeps no primary key (format 1 kept none).
+func readLayout(ctx context.Context, store Store, tablePrefix []byte) (codec, layout string, pk []string, err error) {
 	v, err := store.Get(ctx, appendInt(bytes.Clone(tablePrefix), spaceLayout))
 	if errors.Is(err, ErrNotFound) {
-		return "", "", nil
+		return "", "", nil, nil
 	}
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
+	bad := fmt.Errorf("%w: %w: %q", ErrCodec, errLayout, v)
 	t, err := DecodeTuple(v)
-	if err != nil || len(t) != 3 {
-		return "", "", fmt.Errorf("%w: %w: %q", ErrCodec, errLayout, v)
+	if err != nil || len(t) < 3 {
+		return "", "", nil, bad
 	}
 	format, _ := asInt(t[0])
 	codec, ok1 := t[1].(string)
 	layout, ok2 := t[2].(string)
-	if format != layoutFormat || !ok1 || !ok2 {
-		return "", "", fmt.Errorf("%w: %w: %q", ErrCodec, errLayout, v)
+	if !ok1 || !ok2 || !(format == 1 && len(t) == 3 || format == layoutFormat && len(t) > 3) {
+		return "", "", nil, bad
 	}
-	return codec, layout, nil
+	for _, e := range t[3:] {
+		name, ok := e.(string)
+		if !ok || name == "" {
+			return "", "", nil, bad
+		}
+		pk = append(pk, name)
+	}
+	return codec, layout, pk, nil
 }

@@ -1,12 +1,15 @@
 package indextable
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -146,4 +149,158 @@ func FuzzLayoutType(f *testing.F) {
 			t.Fatalf("%q: %v, then %q: %v, %v", s, rt, d, rt2, err)
 		}
 	})
+}
+
+// layoutVisit is the record of the primary key tests.
+type layoutVisit struct {
+	Region string
+	ID     int
+	Age    int
+}
+
+// layoutPriced has its own JSON encoding: no descriptor stands for it.
+type layoutPriced struct {
+	ID    int
+	Price layoutMoney
+}
+
+// refusingStore refuses every batch, as a store opened read-only does.
+type refusingStore struct{ Store }
+
+func (refusingStore) Apply(context.Context, *Batch) error { return errors.New("read-only") }
+
+// TestLayoutKeepsThePrimaryKey: a table keeps its primary key fields with
+// its layout, in order, with indexes or none, and with no layout for a
+// type that no descriptor stands for, so that a tool (ReadCatalog, then
+// Findings) knows the primary key of a table without indexes; it learned
+// it from index definitions only.
+func TestLayoutKeepsThePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		open       func(Store) error
+		pk         []string
+		codec      string
+		withLayout bool
+	}{
+		{"no index", func(s Store) error {
+			_, err := Open(ctx, s, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+			return err
+		}, []string{"ID"}, "json", true},
+		{"a composite primary key", func(s Store) error {
+			_, err := Open(ctx, s, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"Region", "ID"}, Codec: &BinaryCodec{},
+				Indexes: []Index[layoutVisit]{{Name: "age", Fields: []string{"Age"}}}})
+			return err
+		}, []string{"Region", "ID"}, "binary", true},
+		{"no layout", func(s Store) error {
+			_, err := Open(ctx, s, Schema[layoutPriced]{Name: "t", PrimaryKey: []string{"ID"}})
+			return err
+		}, []string{"ID"}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewMemoryStore()
+			require.NoError(t, tc.open(s))
+			tables, err := ReadCatalog(ctx, s)
+			require.NoError(t, err)
+			require.Len(t, tables, 1)
+			assert.Equal(t, tc.pk, tables[0].PrimaryKey)
+			assert.Equal(t, tc.codec, tables[0].Codec)
+			assert.Equal(t, tc.withLayout, tables[0].Layout != "", tables[0].Layout)
+		})
+	}
+}
+
+// TestLayoutOfFormat1Decodes: a layout that an earlier version kept, with
+// no primary key, still decodes; the primary key is then the one index
+// definitions record, if any, until the table is opened again.
+func TestLayoutOfFormat1Decodes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		indexes []Index[layoutVisit]
+		pk      []string // read before the table is opened again
+	}{
+		{"with an index", []Index[layoutVisit]{{Name: "age", Fields: []string{"Age"}}}, []string{"ID"}},
+		{"without", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewMemoryStore()
+			schema := Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: tc.indexes}
+			_, err := Open(ctx, s, schema)
+			require.NoError(t, err)
+			desc, err := describeType(nil, reflect.TypeFor[layoutVisit](), true)
+			require.NoError(t, err)
+			old, err := EncodeTuple(int64(1), "json", string(desc))
+			require.NoError(t, err)
+			var b Batch
+			b.Put(appendInt(appendString(nil, "t"), spaceLayout), old)
+			require.NoError(t, s.Apply(ctx, &b))
+
+			tables, err := ReadCatalog(ctx, s)
+			require.NoError(t, err)
+			require.Len(t, tables, 1)
+			assert.Equal(t, "json", tables[0].Codec)
+			assert.Equal(t, string(desc), tables[0].Layout)
+			assert.Equal(t, tc.pk, tables[0].PrimaryKey)
+
+			_, err = Open(ctx, s, schema)
+			require.NoError(t, err)
+			tables, err = ReadCatalog(ctx, s)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"ID"}, tables[0].PrimaryKey, "kept once opened again")
+		})
+	}
+}
+
+// TestLayoutRefusesMalformedPrimaryKeys: a stored layout whose primary key
+// is missing, or no names, is ErrCodec.
+func TestLayoutRefusesMalformedPrimaryKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range [][]any{
+		{int64(2), "json", "struct{}"},
+		{int64(2), "json", "struct{}", int64(1)},
+		{int64(2), "json", "struct{}", ""},
+		{int64(1), "json", "struct{}", "ID"},
+		{int64(3), "json", "struct{}", "ID"},
+	} {
+		s := NewMemoryStore()
+		enc, err := EncodeTuple(v...)
+		require.NoError(t, err)
+		var b Batch
+		b.Put(appendInt(appendString(nil, "t"), spaceLayout), enc)
+		require.NoError(t, s.Apply(ctx, &b))
+		_, err = ReadCatalog(ctx, s)
+		assert.ErrorIs(t, err, ErrCodec, "%v", v)
+	}
+}
+
+// TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites: a table opened on
+// a store that refuses writes keeps no layout, and Advise takes the primary
+// key from the table itself.
+func TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemoryStore()
+	tbl, err := Open(ctx, s, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, layoutVisit{ID: i})
+		require.NoError(t, err)
+	}
+	var b Batch
+	b.Delete(appendInt(appendString(nil, "t"), spaceLayout))
+	require.NoError(t, s.Apply(ctx, &b))
+
+	tbl, err = Open(ctx, refusingStore{s}, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err, "the layout is best effort")
+	tables, err := ReadCatalog(ctx, s)
+	require.NoError(t, err)
+	require.Nil(t, tables[0].PrimaryKey, "kept nowhere")
+	for i := range 100 {
+		_, err := tbl.Count(ctx, Query{Where: map[string]any{"ID": i % 10}})
+		require.NoError(t, err)
+	}
+	findings, err := tbl.Advise(ctx, AdviseOptions{})
+	require.NoError(t, err)
+	require.Len(t, findings, 1)
+	assert.Contains(t, findings[0].Reason, "which the primary key leads with")
 }

@@ -697,14 +697,17 @@ func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
 
 // StatsOf measures a table as ReadCatalog describes it, without the
 // program's record types: it is for tools. Indexes that are disabled, or
-// whose definition the catalog lacks, are left out.
+// whose definition the catalog lacks, are left out. The primary key's
+// length is the definitions', else PrimaryKey's; when neither names it,
+// StatsOf returns ErrInvalidSchema.
 func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return TableStats{}, err
 	}
 	prefix := appendString(nil, table.Name)
 	var indexes []*indexTable
-	pkArity := 0
+	pkArity := len(table.PrimaryKey)
+	needPK := false // an index whose entry keys end with the primary key
 	for _, ii := range table.Indexes {
 		if ii.Definition == nil || ii.State == IndexDisabled {
 			continue
@@ -712,7 +715,13 @@ func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, err
 		ix := &indexTable{name: ii.Name, unique: ii.Definition.Unique, intra: ii.Definition.Placement == IntraPartition}
 		ix.place(prefix, ii.Generation)
 		indexes = append(indexes, ix)
-		pkArity = len(ii.Definition.PrimaryKey)
+		if n := len(ii.Definition.PrimaryKey); n > 0 {
+			pkArity = n
+		}
+		needPK = needPK || !ix.unique
+	}
+	if needPK && pkArity == 0 { // every entry key would count as a distinct key
+		return TableStats{}, fmt.Errorf("%w: table %q: neither its definitions nor PrimaryKey name its primary key", ErrInvalidSchema, table.Name)
 	}
 	return measure(ctx, store, table.Name, appendInt(prefix, spaceFact), indexes, pkArity)
 }

@@ -559,3 +559,44 @@ func TestStatsMeasuresEachKeyPrefix(t *testing.T) {
 	slices.SortFunc(s.Indexes, func(a, b it.IndexStats) int { return strings.Compare(a.Index, b.Index) })
 	require.Equal(t, s, tool, "a tool measures the same")
 }
+
+// TestStatsOfADefinitionWithoutPrimaryKey: StatsOf took the primary key's
+// length from the definitions alone, and one that names none (written by
+// hand, or damaged) counted every entry as a distinct key. It falls back
+// on TableInfo.PrimaryKey, and refuses when neither names it.
+func TestStatsOfADefinitionWithoutPrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openPlaces(t, s)
+	want, err := tbl.Stats(ctx)
+	require.NoError(t, err)
+	slices.SortFunc(want.Indexes, func(a, b it.IndexStats) int { return strings.Compare(a.Index, b.Index) })
+	tables, err := it.ReadCatalog(ctx, s)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		pk   []string
+		err  error
+	}{
+		{"the table's primary key", []string{"ID"}, nil},
+		{"none", nil, it.ErrInvalidSchema},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := tables[0]
+			info.PrimaryKey = tc.pk
+			info.Indexes = slices.Clone(info.Indexes)
+			for i := range info.Indexes {
+				d := *info.Indexes[i].Definition
+				d.PrimaryKey = nil
+				info.Indexes[i].Definition = &d
+			}
+			got, err := it.StatsOf(ctx, s, info)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
+}
