@@ -179,44 +179,19 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 			return fmt.Errorf("%w: Fields: %s has no exported field %q", ErrInvalidQuery, t.rtype, name)
 		}
 	}
-	bounded := q.Lower != nil || q.Upper != nil
+	fixed := len(q.Eq)
+	if q.Lower != nil || q.Upper != nil {
+		fixed++
+	}
 	if p.ix != nil && p.ix.keyFunc != nil && !p.ix.unique {
-		p.fixed = len(q.Eq)
-		if bounded {
-			p.fixed++
-		}
+		p.fixed = fixed
 	}
 	if fields != nil {
-		n := len(q.Eq)
-		if bounded {
-			n++
+		if fixed > len(fields) {
+			return fmt.Errorf("%w: %d key components given, the key has %d", ErrInvalidQuery, fixed, len(fields))
 		}
-		if n > len(fields) {
-			return fmt.Errorf("%w: %d key components given, the key has %d", ErrInvalidQuery, n, len(fields))
-		}
-		cloned := false
-		for i, v := range q.Eq {
-			w, rounded, err := queryComponent(&fields[i], v)
-			if err != nil {
-				return err
-			}
-			if rounded {
-				if !cloned {
-					q.Eq, cloned = slices.Clone(q.Eq), true
-				}
-				q.Eq[i] = w
-			}
-		}
-		for _, b := range []**Bound{&q.Lower, &q.Upper} {
-			if *b != nil {
-				w, rounded, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
-				if err != nil {
-					return err
-				}
-				if rounded {
-					*b = &Bound{Value: w, Exclusive: (*b).Exclusive}
-				}
-			}
+		if err := fieldComponents(&q, fields); err != nil {
+			return err
 		}
 	}
 	// One buffer holds the start key and, after it, the end key.
@@ -252,6 +227,37 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	if q.Cursor != "" {
 		if p.r.After, err = p.decodeCursor(q.Cursor); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// fieldComponents checks q's Eq values and bounds against the key fields
+// they are compared with, and rounds them as the fields were (a copy of
+// Eq, or of a bound, holds a rounded value).
+func fieldComponents(q *Query, fields []field) error {
+	cloned := false
+	for i, v := range q.Eq {
+		w, rounded, err := queryComponent(&fields[i], v)
+		if err != nil {
+			return err
+		}
+		if rounded {
+			if !cloned {
+				q.Eq, cloned = slices.Clone(q.Eq), true
+			}
+			q.Eq[i] = w
+		}
+	}
+	for _, b := range []**Bound{&q.Lower, &q.Upper} {
+		if *b != nil {
+			w, rounded, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
+			if err != nil {
+				return err
+			}
+			if rounded {
+				*b = &Bound{Value: w, Exclusive: (*b).Exclusive}
+			}
 		}
 	}
 	return nil
