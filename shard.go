@@ -205,6 +205,26 @@ func (s *ShardedStore) checkLayout(ctx context.Context) error {
 	return nil
 }
 
+// IsShard reports whether store is one shard of a ShardedStore, from the
+// layout record the ShardedStore keeps on it, and if so which shard, from 0,
+// of how many. A tool that opens a store's directory can so refuse to read
+// one shard as a whole store. A ShardedStore itself is no shard: it hides
+// the record. A record it cannot read returns an error wrapping
+// ErrInvalidSharding.
+func IsShard(ctx context.Context, store Store) (index, count int, ok bool, err error) {
+	v, err := store.Get(ctx, layoutKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 0, 0, false, nil
+	case err != nil:
+		return 0, 0, false, fmt.Errorf("shard layout: %w", err)
+	}
+	if _, err := fmt.Sscanf(string(v), "shard %d of %d;", &index, &count); err != nil || count < 1 || index < 0 || index >= count {
+		return 0, 0, false, fmt.Errorf("%w: shard layout record %q", ErrInvalidSharding, v)
+	}
+	return index, count, true, nil
+}
+
 // maxShards bounds the shards of a ShardedStore, so that two bytes name one
 // in a partition.
 const maxShards = 1 << 16

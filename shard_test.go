@@ -560,3 +560,35 @@ func TestShardedScanTakesAnyLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestIsShard: a shard of a ShardedStore says which shard of how many it
+// is; a plain store and the ShardedStore itself are no shard.
+func TestIsShard(t *testing.T) {
+	ctx := context.Background()
+	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	kept := make([]it.Store, len(mems))
+	for i, m := range mems {
+		kept[i] = holder{m}
+	}
+	s, err := it.OpenShardedStore(ctx, kept, it.WithShardedIndex("customers", "lastname", it.ShardByHash))
+	require.NoError(t, err)
+	for i, m := range mems {
+		index, count, ok, err := it.IsShard(ctx, m)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, []int{i, 3}, []int{index, count})
+	}
+	for name, st := range map[string]it.Store{"a plain store": it.NewMemoryStore(), "the sharded store": s} {
+		_, _, ok, err := it.IsShard(ctx, st)
+		require.NoError(t, err, name)
+		require.False(t, ok, name)
+	}
+
+	bad := it.NewMemoryStore()
+	var b it.Batch
+	b.Put([]byte("\xff\xffindextable shard layout"), []byte("shard 3 of 2"))
+	require.NoError(t, bad.Apply(ctx, &b))
+	_, _, ok, err := it.IsShard(ctx, bad)
+	require.ErrorIs(t, err, it.ErrInvalidSharding)
+	require.False(t, ok)
+}

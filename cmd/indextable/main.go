@@ -25,6 +25,9 @@
 // records with the layout each table keeps (indextable.VerifyTable), and
 // skip indexes with a Key func, which only the program can compute.
 //
+// A directory that holds one shard of a sharded store
+// (indextable.ShardedStore) is refused: its tables lie over all the shards.
+//
 // The exit status is 0, 1 on an error, 2 on bad arguments, and 3 when
 // verify or repair found drift (repair: drift it could not fix).
 package main
@@ -101,6 +104,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// errShard reports a directory that holds one shard of a ShardedStore,
+// whose keys lie over all its shards: read alone, its index tables seem to
+// drift, and a repair of it would corrupt the store.
+var errShard = errors.New("one shard of a sharded store")
+
+// open opens the Pebble store in dir, and refuses it if it is one shard of
+// a ShardedStore.
+func open(ctx context.Context, dir string, readOnly bool) (*pebblestore.Store, error) {
+	store, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: readOnly})
+	if err != nil {
+		return nil, err
+	}
+	i, n, ok, err := indextable.IsShard(ctx, store)
+	switch {
+	case err != nil:
+		store.Close()
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	case ok:
+		store.Close()
+		return nil, fmt.Errorf("%s is shard %d of %d of a sharded store (%w), whose tables lie over all its shards: "+
+			"it cannot be read or repaired alone", dir, i, n, errShard)
+	}
+	return store, nil
+}
+
 // tableReport is what the commands say of one table; each fills its part.
 type tableReport struct {
 	Name     string               `json:"name"`
@@ -135,7 +163,7 @@ type usageReport struct {
 }
 
 func report(ctx context.Context, command, dir, only string, o indextable.AdviseOptions, asJSON bool, w io.Writer) error {
-	store, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: true})
+	store, err := open(ctx, dir, true)
 	if err != nil {
 		return err
 	}
@@ -323,7 +351,7 @@ func (c checkReport) total() int {
 // whether drift is left. A table that cannot be checked does not stop the
 // others: its error is reported with them, and returned.
 func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, progress io.Writer) (bool, error) {
-	store, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: !repair})
+	store, err := open(ctx, dir, !repair)
 	if err != nil {
 		return false, err
 	}

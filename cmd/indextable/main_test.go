@@ -233,3 +233,56 @@ type pricedItem struct {
 type price float64
 
 func (p price) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%.2f", float64(p))), nil }
+
+// writeShardedStore writes, as examples/sharded does, the accounts of
+// writeStore over n Pebble stores in dir's subdirectories shard-0 to
+// shard-(n-1), applies the queued changes and closes it; it returns the
+// shard directories.
+func writeShardedStore(t *testing.T, dir string, n int) []string {
+	ctx := context.Background()
+	dirs := make([]string, n)
+	shards := make([]indextable.Store, n)
+	for i := range shards {
+		dirs[i] = filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		s, err := pebblestore.Open(dirs[i], pebblestore.Options{NoSync: true})
+		require.NoError(t, err)
+		shards[i] = s
+	}
+	store, err := indextable.OpenShardedStore(ctx, shards, indextable.WithShardedIndex("accounts", "town", indextable.ShardByHash))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, store.Close()) }()
+	tbl, err := indextable.Open(ctx, store, indextable.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+		Indexes: []indextable.Index[account]{
+			{Name: "email", Fields: []string{"Email"}},
+			{Name: "town", Fields: []string{"Town"}, Strategy: indextable.Partial, Projection: []string{"Email"}},
+		}})
+	require.NoError(t, err)
+	for i := range 50 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Active: i%2 == 0, Town: fmt.Sprint("T", i%7)})
+		require.NoError(t, err)
+	}
+	for {
+		n, err := tbl.ApplyPending(ctx, indextable.MaintainerOptions{})
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+	}
+	return dirs
+}
+
+// TestCLIRefusesOneShard: every command, given one shard of a sharded
+// store, refuses it, naming the shard, and writes nothing.
+func TestCLIRefusesOneShard(t *testing.T) {
+	dirs := writeShardedStore(t, t.TempDir(), 3)
+	for _, command := range []string{"catalog", "stats", "advise", "verify", "repair"} {
+		for i, dir := range dirs {
+			out, errs, code := runCLI(t, "-quiet", command, dir)
+			assert.Equal(t, 1, code, "%s %s: %s", command, dir, out)
+			assert.Contains(t, errs, fmt.Sprintf("%s is shard %d of 3 of a sharded store", dir, i), command)
+			assert.Empty(t, out, command)
+		}
+	}
+	_, err := open(context.Background(), dirs[1], false)
+	require.ErrorIs(t, err, errShard)
+}
