@@ -9,6 +9,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,18 @@ func WithShardedIndex(table, index string, rule IndexSharding) ShardOption {
 	}
 }
 
+// WithStoredLayout takes the index sharding rules from the layout record
+// of the first shard, in place of those other options set: a tool opens a
+// store so without its program. OpenShardedStore still checks every
+// shard's record; a first shard with none returns an error wrapping
+// ErrInvalidSharding.
+func WithStoredLayout() ShardOption {
+	return func(s *ShardedStore) error {
+		s.stored = true
+		return nil
+	}
+}
+
 // ShardedStore is a Store spread over several Stores, its shards, of any
 // backends. It is the pattern's sharded fact table: a record lies on the
 // shard that its first primary key component hashes to (see ShardFor), and
@@ -103,6 +116,7 @@ type ShardedStore struct {
 	rules  map[string]map[string]IndexSharding // by encoded table, index name
 	atom   Atomicity
 	stable bool // every shard's values may be kept
+	stored bool // take the rules from the first shard's layout record
 	closed atomic.Bool
 }
 
@@ -146,6 +160,11 @@ func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) 
 			return nil, err
 		}
 	}
+	if s.stored {
+		if err := s.readRules(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if len(shards) == 1 {
 		s.atom.Partition = s.parts[0]
 	} else {
@@ -177,6 +196,69 @@ func (s *ShardedStore) layout(i int) string {
 	}
 	slices.Sort(rules)
 	return fmt.Sprintf("shard %d of %d; index tables %v%s", i, len(s.shards), s.rule, strings.Join(rules, ""))
+}
+
+// readRules sets s's index sharding rules to those of the first shard's
+// layout record, which layout wrote.
+func (s *ShardedStore) readRules(ctx context.Context) error {
+	v, err := s.shards[0].Get(ctx, layoutKey)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: shard 0 keeps no layout record", ErrInvalidSharding)
+	}
+	if err != nil {
+		return fmt.Errorf("shard 0: layout: %w", err)
+	}
+	bad := fmt.Errorf("%w: shard 0: layout record %q", ErrInvalidSharding, v)
+	parseRule := func(rest string) (IndexSharding, string, bool) {
+		for _, r := range []IndexSharding{ShardByLeadingKey, ShardByHash} {
+			if after, ok := strings.CutPrefix(rest, r.String()); ok {
+				return r, after, true
+			}
+		}
+		return 0, rest, false
+	}
+	quoted := func(rest string) (string, string, bool) {
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return "", rest, false
+		}
+		name, err := strconv.Unquote(q)
+		return name, rest[len(q):], err == nil
+	}
+	_, rest, ok := strings.Cut(string(v), "; index tables ")
+	if !ok {
+		return bad
+	}
+	if s.rule, rest, ok = parseRule(rest); !ok {
+		return bad
+	}
+	s.rules = map[string]map[string]IndexSharding{}
+	for rest != "" {
+		var index, table string
+		var rule IndexSharding
+		if rest, ok = strings.CutPrefix(rest, ", index "); !ok {
+			return bad
+		}
+		if index, rest, ok = quoted(rest); !ok {
+			return bad
+		}
+		if rest, ok = strings.CutPrefix(rest, " of table "); !ok {
+			return bad
+		}
+		if table, rest, ok = quoted(rest); !ok {
+			return bad
+		}
+		if rest, ok = strings.CutPrefix(rest, " "); !ok {
+			return bad
+		}
+		if rule, rest, ok = parseRule(rest); !ok {
+			return bad
+		}
+		if err := WithShardedIndex(table, index, rule)(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkLayout compares every shard's layout record with s's layout, and

@@ -592,3 +592,35 @@ func TestIsShard(t *testing.T) {
 	require.ErrorIs(t, err, it.ErrInvalidSharding)
 	require.False(t, ok)
 }
+
+// TestWithStoredLayout: a store reopened with the rules its first shard's
+// layout record holds places keys as the store that wrote it; its shards
+// are still checked.
+func TestWithStoredLayout(t *testing.T) {
+	ctx := context.Background()
+	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	open := func(shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
+		kept := make([]it.Store, len(shards))
+		for i, sh := range shards {
+			kept[i] = holder{sh}
+		}
+		return it.OpenShardedStore(ctx, kept, opts...)
+	}
+	s, err := open(mems, it.WithIndexSharding(it.ShardByHash),
+		it.WithShardedIndex("customers", "town, \"or\" name", it.ShardByLeadingKey), it.WithShardedIndex("orders", "day", it.ShardByLeadingKey))
+	require.NoError(t, err)
+	r, err := open(mems, it.WithStoredLayout())
+	require.NoError(t, err)
+	for _, ix := range []string{"town, \"or\" name", "lastname"} {
+		for i := range 50 {
+			key, err := it.EncodeTuple("customers", int64(1), ix, int64(1), fmt.Sprint("v", i), int64(i))
+			require.NoError(t, err)
+			require.Equal(t, s.ShardOf(key), r.ShardOf(key), "%s %d", ix, i)
+		}
+	}
+
+	_, err = open([]it.Store{mems[1], mems[0], mems[2]}, it.WithStoredLayout())
+	require.ErrorIs(t, err, it.ErrInvalidSharding, "another order")
+	_, err = open([]it.Store{it.NewMemoryStore(), mems[1]}, it.WithStoredLayout())
+	require.ErrorIs(t, err, it.ErrInvalidSharding, "no record on the first shard")
+}

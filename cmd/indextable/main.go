@@ -25,8 +25,11 @@
 // records with the layout each table keeps (indextable.VerifyTable), and
 // skip indexes with a Key func, which only the program can compute.
 //
-// A directory that holds one shard of a sharded store
-// (indextable.ShardedStore) is refused: its tables lie over all the shards.
+// A sharded store (indextable.ShardedStore over Pebble stores) is given as
+// the directories of all its shards, in order, each checked against the
+// layout record it keeps: DIR/shard-0 DIR/shard-1 ... One shard alone, or
+// shards out of order, are refused: a store's tables lie over all its
+// shards.
 //
 // The exit status is 0, 1 on an error, 2 on bad arguments, and 3 when
 // verify or repair found drift (repair: drift it could not fix).
@@ -52,7 +55,7 @@ func main() {
 }
 
 // errUsage reports bad arguments; run prints the usage with it.
-var errUsage = errors.New("usage: indextable [-json] [-table NAME] [-quiet] [advise thresholds] catalog|stats|advise|verify|repair DIR")
+var errUsage = errors.New("usage: indextable [-json] [-table NAME] [-quiet] [advise thresholds] catalog|stats|advise|verify|repair DIR [SHARD-DIR...]")
 
 // run runs the command line args, printing to stdout and stderr, and
 // returns the exit status: 0, 1 on an error, 2 on bad arguments, 3 when
@@ -72,11 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 2 {
+	if fs.NArg() < 2 {
 		fmt.Fprintln(stderr, errUsage)
 		return 2
 	}
-	command, dir := fs.Arg(0), fs.Arg(1)
+	command, dirs := fs.Arg(0), fs.Args()[1:]
 	switch command {
 	case "catalog", "stats", "advise":
 	case "verify", "repair":
@@ -84,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !*quiet {
 			progress = stderr
 		}
-		drift, err := check(ctx, command == "repair", dir, *only, *asJSON, stdout, progress)
+		drift, err := check(ctx, command == "repair", dirs, *only, *asJSON, stdout, progress)
 		switch {
 		case err != nil:
 			fmt.Fprintln(stderr, "indextable:", err)
@@ -97,36 +100,56 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "indextable: unknown command %q\n%v\n", command, errUsage)
 		return 2
 	}
-	if err := report(ctx, command, dir, *only, o, *asJSON, stdout); err != nil {
+	if err := report(ctx, command, dirs, *only, o, *asJSON, stdout); err != nil {
 		fmt.Fprintln(stderr, "indextable:", err)
 		return 1
 	}
 	return 0
 }
 
-// errShard reports a directory that holds one shard of a ShardedStore,
-// whose keys lie over all its shards: read alone, its index tables seem to
-// drift, and a repair of it would corrupt the store.
-var errShard = errors.New("one shard of a sharded store")
+// errShard reports directories that are not one whole store: one shard,
+// or some, of a ShardedStore, or shards out of order. Read alone, a
+// shard's index tables seem to drift, and a repair of it would corrupt the
+// store.
+var errShard = errors.New("not the whole sharded store")
 
-// open opens the Pebble store in dir, and refuses it if it is one shard of
-// a ShardedStore.
-func open(ctx context.Context, dir string, readOnly bool) (*pebblestore.Store, error) {
-	store, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: readOnly})
+// open opens the Pebble store in dirs, read-only if readOnly: one
+// directory of a store, or the directories of every shard of a
+// ShardedStore, in order, which it opens as one with the rules their
+// layout records keep.
+func open(ctx context.Context, dirs []string, readOnly bool) (store indextable.Store, err error) {
+	shards := make([]indextable.Store, 0, len(dirs))
+	defer func() {
+		if err != nil {
+			for _, s := range shards {
+				s.Close()
+			}
+		}
+	}()
+	for at, dir := range dirs {
+		s, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: readOnly})
+		if err != nil {
+			return nil, err
+		}
+		shards = append(shards, s)
+		i, n, ok, err := indextable.IsShard(ctx, s)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		case !ok && len(dirs) == 1:
+			return s, nil
+		case !ok:
+			return nil, fmt.Errorf("%s is no shard of a sharded store (%w)", dir, errShard)
+		case n != len(dirs) || i != at:
+			return nil, fmt.Errorf("%s is shard %d of %d of a sharded store (%w), given as %d of %d: "+
+				"give the directories of all %d shards, in order", dir, i, n, errShard, at, len(dirs), n)
+		}
+	}
+	sharded, err := indextable.OpenShardedStore(ctx, shards, indextable.WithStoredLayout())
 	if err != nil {
 		return nil, err
 	}
-	i, n, ok, err := indextable.IsShard(ctx, store)
-	switch {
-	case err != nil:
-		store.Close()
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	case ok:
-		store.Close()
-		return nil, fmt.Errorf("%s is shard %d of %d of a sharded store (%w), whose tables lie over all its shards: "+
-			"it cannot be read or repaired alone", dir, i, n, errShard)
-	}
-	return store, nil
+	return sharded, nil
 }
 
 // tableReport is what the commands say of one table; each fills its part.
@@ -162,8 +185,8 @@ type usageReport struct {
 	WriteAmplification float64 `json:"writeAmplification"`
 }
 
-func report(ctx context.Context, command, dir, only string, o indextable.AdviseOptions, asJSON bool, w io.Writer) error {
-	store, err := open(ctx, dir, true)
+func report(ctx context.Context, command string, dirs []string, only string, o indextable.AdviseOptions, asJSON bool, w io.Writer) error {
+	store, err := open(ctx, dirs, true)
 	if err != nil {
 		return err
 	}
@@ -189,7 +212,7 @@ func report(ctx context.Context, command, dir, only string, o indextable.AdviseO
 		out = append(out, r)
 	}
 	if only != "" && len(out) == 0 {
-		return fmt.Errorf("%s has no table %q", dir, only)
+		return fmt.Errorf("%s has no table %q", strings.Join(dirs, " "), only)
 	}
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -350,8 +373,8 @@ func (c checkReport) total() int {
 // progress bar to progress (when not nil) and the reports to w; it reports
 // whether drift is left. A table that cannot be checked does not stop the
 // others: its error is reported with them, and returned.
-func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, progress io.Writer) (bool, error) {
-	store, err := open(ctx, dir, !repair)
+func check(ctx context.Context, repair bool, dirs []string, only string, asJSON bool, w, progress io.Writer) (bool, error) {
+	store, err := open(ctx, dirs, !repair)
 	if err != nil {
 		return false, err
 	}
@@ -391,7 +414,7 @@ func check(ctx context.Context, repair bool, dir, only string, asJSON bool, w, p
 		out = append(out, c)
 	}
 	if only != "" && len(out) == 0 {
-		return false, fmt.Errorf("%s has no table %q", dir, only)
+		return false, fmt.Errorf("%s has no table %q", strings.Join(dirs, " "), only)
 	}
 	if asJSON {
 		enc := json.NewEncoder(w)
