@@ -334,19 +334,23 @@ func ExampleShardFor() {
 	// 1: shard 2
 }
 
+// openKept opens a ShardedStore over shards that it does not close.
+func openKept(ctx context.Context, shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
+	kept := make([]it.Store, len(shards))
+	for i, sh := range shards {
+		kept[i] = holder{sh}
+	}
+	return it.OpenShardedStore(ctx, kept, opts...)
+}
+
 // TestShardLayoutIsKept: each shard keeps the layout it was opened with, out
 // of sight, and a store reopened over its shards in another order or count,
 // or with other index rules, is refused before it misplaces anything.
 func TestShardLayoutIsKept(t *testing.T) {
 	ctx := context.Background()
 	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
-	// A store over the same shards that does not close them.
 	open := func(shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
-		kept := make([]it.Store, len(shards))
-		for i, sh := range shards {
-			kept[i] = holder{sh}
-		}
-		return it.OpenShardedStore(ctx, kept, opts...)
+		return openKept(ctx, shards, opts...)
 	}
 	s, err := open(mems, it.WithShardedIndex("customers", "lastname", it.ShardByHash))
 	require.NoError(t, err)
@@ -600,11 +604,7 @@ func TestWithStoredLayout(t *testing.T) {
 	ctx := context.Background()
 	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
 	open := func(shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
-		kept := make([]it.Store, len(shards))
-		for i, sh := range shards {
-			kept[i] = holder{sh}
-		}
-		return it.OpenShardedStore(ctx, kept, opts...)
+		return openKept(ctx, shards, opts...)
 	}
 	s, err := open(mems, it.WithIndexSharding(it.ShardByHash),
 		it.WithShardedIndex("customers", "town, \"or\" name", it.ShardByLeadingKey), it.WithShardedIndex("orders", "day", it.ShardByLeadingKey))

@@ -457,30 +457,12 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 		if fact == nil {
 			version = 0
 		}
-		// The record and its change record; then the synchronous entries,
-		// or, when they do not fit the store's atomicity scope, a change
-		// record for every index instead.
-		writeFact := func(scope byte) {
-			b.Reset()
-			if exists {
-				b.ExpectValue(factKey, oldValue)
-			} else {
-				b.ExpectAbsent(factKey)
-			}
-			if fact != nil {
-				b.Put(factKey, factValue(fact, version))
-			} else {
-				b.Delete(factKey)
-			}
-			if scope != 0 {
-				t.enqueue(&b, pk, oldValue, exists, scope)
-			}
-		}
+		a := writeAttempt{b: &b, factKey: factKey, pk: pk, fact: fact, version: version, oldValue: oldValue, exists: exists}
 		queued := queueing
 		if queued {
-			writeFact(scopeEventual)
+			t.startBatch(&a, scopeEventual)
 		} else {
-			writeFact(0)
+			t.startBatch(&a, 0)
 		}
 		if err := planEntries(ctx, t.store, &b, oldEntries, newEntries); err != nil {
 			if blind {
@@ -490,29 +472,7 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 		}
 		err := commit(ctx, t.store, &b, func() error {
 			queued = true
-			// The record with the entries in its partition, the others
-			// queued; else the record alone, every index queued.
-			oldIntra, oldInter := splitPlacement(oldEntries)
-			newIntra, newInter := splitPlacement(newEntries)
-			if len(newIntra)+len(oldIntra) > 0 {
-				writeFact(0)
-				err := planEntries(ctx, t.store, &b, oldIntra, newIntra)
-				if err != nil {
-					return err
-				}
-				t.enqueue(&b, pk, oldValue, exists, scopeEventual|scopeInter)
-				if t.store.Atomicity().Allows(&b) == nil {
-					if ix := uniqueChange(oldInter, newInter); ix != nil {
-						return errUniqueOutside(ix)
-					}
-					return nil
-				}
-			}
-			if ix := uniqueChange(oldEntries, newEntries); ix != nil {
-				return errUniqueOutside(ix)
-			}
-			writeFact(scopeAll)
-			return nil
+			return t.fallback(ctx, &a, oldEntries, newEntries)
 		})
 		if err == nil {
 			t.writes.Add(1)
@@ -532,6 +492,64 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
 	}
+}
+
+// writeAttempt is one try of a write: the record as read and as it will be,
+// and the batch that commits it.
+type writeAttempt struct {
+	b                 *Batch
+	factKey, pk, fact []byte // fact nil: a delete
+	version           Version
+	oldValue          []byte
+	exists            bool
+}
+
+// startBatch resets a's batch to the record's guard and write and, unless
+// scope is 0, its change record of scope.
+func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
+	b := a.b
+	b.Reset()
+	if a.exists {
+		b.ExpectValue(a.factKey, a.oldValue)
+	} else {
+		b.ExpectAbsent(a.factKey)
+	}
+	if a.fact != nil {
+		b.Put(a.factKey, factValue(a.fact, a.version))
+	} else {
+		b.Delete(a.factKey)
+	}
+	if scope != 0 {
+		t.enqueue(b, a.pk, a.oldValue, a.exists, scope)
+	}
+}
+
+// fallback rebuilds a's batch, which does not fit the store's atomicity
+// scope, by the fallback rule: the record with the entries in its
+// partition, the others queued; else the record alone, every index queued.
+// A write that changes a unique index's entries outside the batch cannot
+// fall back.
+func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, oldEntries, newEntries []entry) error {
+	oldIntra, oldInter := splitPlacement(oldEntries)
+	newIntra, newInter := splitPlacement(newEntries)
+	if len(newIntra)+len(oldIntra) > 0 {
+		t.startBatch(a, 0)
+		if err := planEntries(ctx, t.store, a.b, oldIntra, newIntra); err != nil {
+			return err
+		}
+		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeEventual|scopeInter)
+		if t.store.Atomicity().Allows(a.b) == nil {
+			if ix := uniqueChange(oldInter, newInter); ix != nil {
+				return errUniqueOutside(ix)
+			}
+			return nil
+		}
+	}
+	if ix := uniqueChange(oldEntries, newEntries); ix != nil {
+		return errUniqueOutside(ix)
+	}
+	t.startBatch(a, scopeAll)
+	return nil
 }
 
 // splitPlacement splits entries into those of IntraPartition indexes and

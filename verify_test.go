@@ -508,6 +508,16 @@ func TestConcurrentVerifyBuildAndRepair(t *testing.T) {
 	requireNoDrift(t, tbl)
 }
 
+// agesWithOneRecord returns a store holding table "r2" of ageRec, with an
+// index on Age and one record.
+func agesWithOneRecord(t *testing.T) it.Store {
+	s := it.NewMemoryStore()
+	tbl := openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
+	_, err := tbl.Insert(context.Background(), ageRec{ID: 1, Age: 30})
+	require.NoError(t, err)
+	return s
+}
+
 // TestVerifyTableOfADefinitionWithoutPrimaryKey: VerifyTable and
 // RepairTable take a TableInfo, which a tool reads from a store's catalog
 // (ReadCatalog) or builds itself. A definition that names no primary key
@@ -517,11 +527,7 @@ func TestConcurrentVerifyBuildAndRepair(t *testing.T) {
 // ErrCodec.
 func TestVerifyTableOfADefinitionWithoutPrimaryKey(t *testing.T) {
 	ctx := context.Background()
-	s := it.NewMemoryStore()
-	tbl := openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
-	_, err := tbl.Insert(ctx, ageRec{ID: 1, Age: 30})
-	require.NoError(t, err)
-
+	s := agesWithOneRecord(t)
 	// The tool's own TableInfo, as read, then without a primary key.
 	infos, err := it.ReadCatalog(ctx, s)
 	require.NoError(t, err)
@@ -544,8 +550,7 @@ func TestVerifyTableOfADefinitionWithoutPrimaryKey(t *testing.T) {
 		assert.True(t, matchesSentinel(err), "%s: %v", name, err)
 	}
 
-	// The same definition, stored in the catalog: ReadCatalog accepts it,
-	// and VerifyTable of what it read panics.
+	// The same definition, stored in the catalog: ReadCatalog refuses it.
 	catKey := mustKey(t, "r2", 2, "age")
 	v, err := s.Get(ctx, catKey)
 	require.NoError(t, err)
@@ -565,10 +570,7 @@ func TestVerifyTableOfADefinitionWithoutPrimaryKey(t *testing.T) {
 // it is now ErrInvalidSchema, with one prefix.
 func TestVerifyTableErrorsMatchASentinel(t *testing.T) {
 	ctx := context.Background()
-	s := it.NewMemoryStore()
-	tbl := openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
-	_, err := tbl.Insert(ctx, ageRec{ID: 1, Age: 30})
-	require.NoError(t, err)
+	s := agesWithOneRecord(t)
 	infos, err := it.ReadCatalog(ctx, s)
 	require.NoError(t, err)
 	good := infos[0]
