@@ -654,7 +654,7 @@ func TestSplitAppliesUnderAByteBound(t *testing.T) {
 func TestIdleMaintainerTakesNoLease(t *testing.T) {
 	ctx := context.Background()
 	s := countingstore.New(partitionedStore(it.NewMemoryStore()))
-	tbl := openWith(t, s, eventualIndexes(personIndexes())...)
+	tbl := openWith(t, s, eventualIndexes(colocatable(personIndexes()))...)
 	before := s.Counts()
 	n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
 	require.NoError(t, err)

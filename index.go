@@ -164,6 +164,9 @@ func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTab
 	if err := ix.resolvePlacement(spec.Placement, spec.Fields, t.pk[0], t.prefix, t.factSpace, t.store); err != nil {
 		return nil, err
 	}
+	if err := ix.checkUniquePlacement(t.pk[0], t.store); err != nil {
+		return nil, err
+	}
 	ix.fingerprint = ix.definitionFingerprint(indexDefinition{
 		name: spec.Name, key: spec.Key != nil, strategy: spec.Strategy,
 		unique: spec.Unique, sparse: spec.Sparse, multi: spec.MultiValued, eventual: ix.eventual, version: int64(spec.Version),

@@ -90,6 +90,23 @@ func (ix *indexTable) resolvePlacement(asked Placement, fields []string, pk0 fie
 	return fmt.Errorf("%w: index %q: IntraPartition, but the store puts its entries outside their records' partitions", ErrInvalidSchema, ix.name)
 }
 
+// checkUniquePlacement refuses a unique index whose entries a partitioned
+// store s would put outside their records' partitions. A write checks that
+// a key is free, and takes it, in the batch that writes its record, and a
+// delete frees it so; only an entry in the record's partition can share
+// that batch. Such an index would refuse most writes (those whose key lies
+// in another partition than the record), and a record whose key moved
+// there while the index was being built could be neither deleted nor
+// indexed.
+func (ix *indexTable) checkUniquePlacement(pk0 field, s Store) error {
+	if !ix.unique || ix.intra || s.Atomicity().Partition == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: unique index %q: on this store its entries would lie outside their records' partitions, "+
+		"where no write can check a key; lead its Fields with the first primary key field, %q, to keep its entries with their records "+
+		"(IntraPartition): a key is then unique among the records of one %s", ErrInvalidSchema, ix.name, pk0.name, pk0.name)
+}
+
 // placement returns where the entries of ix lie.
 func (ix *indexTable) placement() Placement {
 	if ix.intra {

@@ -151,6 +151,8 @@ func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) 
 		s.parts = append(s.parts, a.Partition)
 		s.atom.MaxOps = minBound(s.atom.MaxOps, a.MaxOps)
 		s.atom.MaxBytes = minBound(s.atom.MaxBytes, a.MaxBytes)
+		s.atom.MaxKeyBytes = minBound(s.atom.MaxKeyBytes, a.MaxKeyBytes)
+		s.atom.MaxValueBytes = minBound(s.atom.MaxValueBytes, a.MaxValueBytes)
 	}
 	for i, opt := range opts {
 		if opt == nil {

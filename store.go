@@ -221,6 +221,13 @@ type Atomicity struct {
 	// MaxBytes is the most key and value bytes in one batch; 0 means no
 	// bound.
 	MaxBytes int
+	// MaxKeyBytes and MaxValueBytes bound the key and the value of each
+	// put; 0 means no bound. A key longer than MaxKeyBytes is never
+	// present, so expecting it absent or deleting it is allowed. Tables
+	// check their keys and records against them before they write (see
+	// the fallback rule in consistency.go), so that a maintainer never
+	// meets a key or value it cannot store.
+	MaxKeyBytes, MaxValueBytes int
 }
 
 // Allows returns nil when a store with this scope can apply b atomically,
@@ -237,6 +244,17 @@ func (a Atomicity) Allows(b *Batch) error {
 		}
 		if n > a.MaxBytes {
 			return fmt.Errorf("%w: %d bytes, atomicity scope allows %d", ErrInvalidBatch, n, a.MaxBytes)
+		}
+	}
+	for _, op := range ops {
+		if op.Kind != OpPut {
+			continue
+		}
+		if a.MaxKeyBytes > 0 && len(op.Key) > a.MaxKeyBytes {
+			return fmt.Errorf("%w: a key of %d bytes, the store holds keys of at most %d", ErrInvalidBatch, len(op.Key), a.MaxKeyBytes)
+		}
+		if a.MaxValueBytes > 0 && len(op.Value) > a.MaxValueBytes {
+			return fmt.Errorf("%w: a value of %d bytes, the store holds values of at most %d", ErrInvalidBatch, len(op.Value), a.MaxValueBytes)
 		}
 	}
 	if a.Partition != nil && len(ops) > 1 {

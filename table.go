@@ -382,6 +382,9 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 	if err != nil {
 		return 0, fmt.Errorf("table %q: %w", t.name, err)
 	}
+	if err := t.checkLimits(view, sv, factKey[len(t.factSpace):], fact, entries); err != nil {
+		return 0, err
+	}
 	return t.write(ctx, view, kind, factKey, fact, entries, o, &w.ops)
 }
 

@@ -370,19 +370,14 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	if err := s.Atomicity().Allows(b); err != nil {
 		return fmt.Errorf("azstore: %w", err)
 	}
-	// A key too long to be stored is absent: expecting it absent or
-	// deleting it is nothing to do, expecting a value of it fails, and
-	// putting it is refused.
+	// A key too long to be stored is absent (Allows refused putting it):
+	// expecting it absent or deleting it is nothing to do, and expecting
+	// a value of it fails.
 	ops := make([]indextable.Op, 0, b.Len())
 	for _, op := range b.Ops() {
 		if len(op.Key) <= maxKeyBytes {
 			ops = append(ops, op)
-			continue
-		}
-		switch op.Kind {
-		case indextable.OpPut:
-			return fmt.Errorf("azstore: %w: key of %d bytes; Azure keys hold %d", indextable.ErrInvalidBatch, len(op.Key), maxKeyBytes)
-		case indextable.OpExpectValue:
+		} else if op.Kind == indextable.OpExpectValue {
 			return fmt.Errorf("azstore: %w", indextable.CheckExpectation(op, nil))
 		}
 	}
@@ -547,9 +542,11 @@ func (s *Store) readGuard(ctx context.Context, pk string) (*guard, error) {
 }
 
 // Atomicity is one partition (see Partition), at most 99 operations and
-// 2 MiB of keys and values.
+// 2 MiB of keys and values; a key holds at most 383 bytes (its RowKey,
+// 512 characters), and a value 704 KiB.
 func (s *Store) Atomicity() indextable.Atomicity {
-	return indextable.Atomicity{Partition: Partition, MaxOps: maxOps, MaxBytes: maxBatchBytes}
+	return indextable.Atomicity{Partition: Partition, MaxOps: maxOps, MaxBytes: maxBatchBytes,
+		MaxKeyBytes: maxKeyBytes, MaxValueBytes: maxValueBytes}
 }
 
 // Close marks the store closed; the SDK's client holds no resources that

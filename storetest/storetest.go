@@ -193,7 +193,7 @@ func requireAllowed(t *testing.T, s indextable.Store, b *indextable.Batch) {
 }
 
 func unbounded(a indextable.Atomicity) bool {
-	return a.Partition == nil && a.MaxOps == 0 && a.MaxBytes == 0
+	return a.Partition == nil && a.MaxOps == 0 && a.MaxBytes == 0 && a.MaxKeyBytes == 0 && a.MaxValueBytes == 0
 }
 
 // batchSize returns want, or less when s's scope allows fewer operations.
@@ -1046,4 +1046,49 @@ func testAtomicity(t *testing.T, s indextable.Store) {
 		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a batch over MaxBytes %d", a.MaxBytes)
 		requireAbsent(t, s, bs("big"))
 	}
+	if a.MaxKeyBytes > 0 {
+		testKeyBound(t, s, a.MaxKeyBytes)
+	}
+	if a.MaxValueBytes > 0 {
+		var b indextable.Batch
+		b.Put(bs("large"), make([]byte, a.MaxValueBytes+1))
+		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a value over MaxValueBytes %d", a.MaxValueBytes)
+		requireAbsent(t, s, bs("large"))
+		value := bytes.Repeat([]byte{0xA5, 0, 0xFF}, a.MaxValueBytes/3+1)[:a.MaxValueBytes]
+		b.Reset()
+		b.Put(bs("large"), value)
+		apply(t, s, &b)
+		got, err := s.Get(bg, bs("large"))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(value, got), "a value of MaxValueBytes %d reads back", a.MaxValueBytes)
+	}
+}
+
+// testKeyBound checks that s stores and orders keys of max bytes, the
+// longest it holds, refuses longer ones, and finds a longer one absent.
+func testKeyBound(t *testing.T, s indextable.Store, max int) {
+	long := func(last byte) []byte {
+		k := bytes.Repeat([]byte{'k', 0, 0xFF}, max/3+1)[:max]
+		k[max-1] = last
+		return k
+	}
+	lo, hi, over := long(1), long(2), append(long(1), 0)
+	var b indextable.Batch
+	b.Put(over, bs("v"))
+	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key over MaxKeyBytes %d", max)
+	b.Reset()
+	b.Put(hi, bs("hi"))
+	apply(t, s, &b)
+	b.Reset()
+	b.Put(lo, bs("lo"))
+	apply(t, s, &b)
+	requireValue(t, s, lo, "lo")
+	requireValue(t, s, hi, "hi")
+	require.Equal(t, []kv{{string(lo), "lo"}, {string(hi), "hi"}}, scan(t, s, indextable.ScanRange{Start: lo, End: append(hi, 0)}))
+	_, err := s.Get(bg, over)
+	require.ErrorIs(t, err, indextable.ErrNotFound)
+	b.Reset()
+	b.ExpectAbsent(over)
+	b.Delete(over)
+	apply(t, s, &b)
 }
