@@ -58,6 +58,9 @@ func (t *Table[T]) checkLimits(view *indexView, rv reflect.Value, pk, fact []byt
 		return fmt.Errorf("%w: table %q, record %v: it takes %d bytes, and at most %d fit: %s",
 			ErrInvalidBatch, t.name, decodeForError(pk), len(fact), limit, why)
 	}
+	if err := t.checkDeletable(a, pk, es); err != nil || a.MaxKeyBytes <= 0 && a.MaxValueBytes <= 0 {
+		return err
+	}
 	queued := view.filter(func(ix *indexTable) bool { return ix.maintained() && ix.eventual })
 	if len(queued) > 0 {
 		more, err := entries(queued, rv, pk, fact[binary.MaxVarintLen64:], t.codec)
@@ -66,10 +69,7 @@ func (t *Table[T]) checkLimits(view *indexView, rv reflect.Value, pk, fact []byt
 		}
 		es = append(es[:len(es):len(es)], more...)
 	}
-	if err := t.checkEntries(a, pk, es); err != nil {
-		return err
-	}
-	return t.checkDeletable(a, pk, es)
+	return t.checkEntries(a, pk, es)
 }
 
 // recordLimit returns the most bytes the fact value of the record with
