@@ -258,7 +258,7 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 	if err != nil || len(entries) == 0 {
 		return &Batch{}, err
 	}
-	if err := t.checkEntries(t.store.Atomicity(), pk, entries); err != nil {
+	if err := t.checkKeys(t.store.Atomicity(), pk, entries); err != nil {
 		return nil, err
 	}
 	b := &Batch{}

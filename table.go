@@ -529,7 +529,8 @@ func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
 
 // fallback rebuilds a's batch, which does not fit the store's atomicity
 // scope, by the fallback rule: the record with the entries in its
-// partition, the others queued; else the record alone, every index queued.
+// partition, the others queued; else the record with its unique entries,
+// every other index queued; else the record alone, every index queued.
 // A write that changes a unique index's entries outside the batch cannot
 // fall back.
 func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, oldEntries, newEntries []entry) error {
@@ -548,11 +549,35 @@ func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, oldEntries, ne
 			return nil
 		}
 	}
+	// Else the record with its unique entries, which cannot be queued:
+	// every other index follows it.
+	oldUnique, newUnique := uniqueEntries(oldEntries), uniqueEntries(newEntries)
+	if len(oldUnique)+len(newUnique) > 0 {
+		t.startBatch(a, 0)
+		if err := planEntries(ctx, t.store, a.b, oldUnique, newUnique); err != nil {
+			return err
+		}
+		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeAll)
+		if t.store.Atomicity().Allows(a.b) == nil {
+			return nil
+		}
+	}
 	if ix := uniqueChange(oldEntries, newEntries); ix != nil {
 		return errUniqueOutside(ix)
 	}
 	t.startBatch(a, scopeAll)
 	return nil
+}
+
+// uniqueEntries returns the entries of unique indexes among entries.
+func uniqueEntries(entries []entry) []entry {
+	var unique []entry
+	for _, e := range entries {
+		if e.ix.unique {
+			unique = append(unique, e)
+		}
+	}
+	return unique
 }
 
 // splitPlacement splits entries into those of IntraPartition indexes and

@@ -49,8 +49,8 @@ func TestRefusedUpFrontOnAzure(t *testing.T) {
 		err     error
 		message string
 	}{
-		{"an inter-partition index's value", irec{P: "p", ID: "1", B: long(390)}, indextable.ErrInvalidKey, "field B takes 390 bytes where at most 365 fit"},
-		{"an ID", irec{P: "p", ID: long(370)}, indextable.ErrInvalidKey, "primary key field ID takes 370 bytes where at most"},
+		{"an inter-partition index's value", irec{P: "p", ID: "1", B: long(390)}, indextable.ErrInvalidKey, "field B takes 390 bytes where at most 361 fit"},
+		{"an ID", irec{P: "p", ID: long(370)}, indextable.ErrInvalidKey, "field ID takes 370 bytes where at most 362 fit"},
 		{"the partition field", irec{P: long(190), ID: "1"}, indextable.ErrInvalidKey, "field P (it is in the key 2 times) takes 190 bytes"},
 		{"a record near an entity's size", irec{P: "p", ID: "1", Data: make([]byte, 704<<10-11)}, indextable.ErrInvalidBatch, "at most"},
 		{"a record of 2 MiB", irec{P: "p", ID: "1", Data: make([]byte, 2<<20)}, indextable.ErrInvalidBatch, "at most"},
