@@ -33,6 +33,14 @@ func (s limited) Apply(ctx context.Context, b *it.Batch) error {
 // writes that straddle them through a table, on one store and on 4 shards.
 func TestLimitsOfAStore(t *testing.T) {
 	storetest.TestStore(t, func(t *testing.T) it.Store { return limited{it.NewMemoryStore()} })
+	t.Run("shards of which one is bounded", func(t *testing.T) {
+		// The sharded store holds every shard to the bounds it declares.
+		storetest.TestStore(t, func(t *testing.T) it.Store {
+			s, err := it.OpenShardedStore(context.Background(), []it.Store{limited{it.NewMemoryStore()}, it.NewMemoryStore()})
+			require.NoError(t, err)
+			return s
+		})
+	})
 	t.Run("table", func(t *testing.T) { storetest.TestLimits(t, limited{it.NewMemoryStore()}, storetest.LimitsOptions{}) })
 	t.Run("sharded", func(t *testing.T) {
 		shards := []it.Store{limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}}

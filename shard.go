@@ -548,7 +548,9 @@ func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
 		return nil
 	}
 	// Every shard is held to the tightest bounds, which Atomicity reports.
-	if err := (Atomicity{MaxOps: s.atom.MaxOps, MaxBytes: s.atom.MaxBytes}).Allows(b); err != nil {
+	bounds := s.atom
+	bounds.Partition = nil // the shards' own, checked by each shard
+	if err := bounds.Allows(b); err != nil {
 		return err
 	}
 	shard := s.ShardOf(b.Ops()[0].Key)
@@ -563,8 +565,9 @@ func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
 	return s.shards[shard].Apply(ctx, b)
 }
 
-// Atomicity is one shard, and within it the shard's own scope; MaxOps and
-// MaxBytes are the tightest of the shards'.
+// Atomicity is one shard, and within it the shard's own scope; MaxOps,
+// MaxBytes, MaxKeyBytes and MaxValueBytes are the tightest of the shards',
+// and Apply holds every shard to them.
 func (s *ShardedStore) Atomicity() Atomicity { return s.atom }
 
 // StableValues reports whether every shard's values may be kept
