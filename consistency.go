@@ -98,6 +98,10 @@ type change struct {
 	enqueued time.Time
 	scope    byte
 	before   []byte // the fact value before the write; nil if none
+	// entries are before's entries in the indexes its group wants, once
+	// held, kept for the group's next try.
+	entries []entry
+	held    bool
 }
 
 func encodeChange(dst []byte, now time.Time, scope byte, before []byte, existed bool) []byte {
@@ -189,8 +193,8 @@ type MaintainerOptions struct {
 	// maintainer for all; at most 4096. Every maintainer of a table must
 	// use the same Partitions.
 	Partition, Partitions int
-	// BatchSize is how many change records a maintainer reads at a time,
-	// and at most applies in one store batch; 0 means 256.
+	// BatchSize is how many change records a maintainer applies at a
+	// time, in one store batch when the store allows it; 0 means 256.
 	BatchSize int
 	// MaxIdle is the longest wait between two looks at an empty queue; 0
 	// means 100ms. A write through the same Table wakes one of its
@@ -310,9 +314,13 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 }
 
 // ApplyPending makes one pass over the table's queue, applying the changes
-// of opts' partition, and returns how many it applied. A change that a
-// concurrent write overtook stays for the next pass. It is the maintainer's
-// step, for applications that schedule maintenance themselves.
+// of opts' partition that were queued before the pass began, and returns
+// how many it applied. Changes queued during the pass wait for the next
+// one, so that a pass ends however fast writes come. When a write to a
+// record overtakes the application of its changes, the record is read
+// again and its changes tried again at once, a few times, before they wait
+// for the next pass. It is the maintainer's step, for applications that
+// schedule maintenance themselves.
 func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (int, error) {
 	if err := checkContext(ctx); err != nil {
 		return 0, err
@@ -324,10 +332,10 @@ func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (in
 }
 
 func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int, error) {
+	p := &pass[T]{t: t, o: o, began: time.Now()}
 	if err := t.sameCatalog(ctx); err != nil {
 		return 0, err
 	}
-	var l *lease
 	if bounded(t.store.Atomicity()) {
 		// An idle maintainer does not write its lease.
 		empty := true
@@ -341,61 +349,109 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 			return 0, nil
 		}
 		var err error
-		if l, err = t.acquireLease(ctx, o); err != nil {
+		if p.l, err = t.acquireLease(ctx, o); err != nil {
 			return 0, err
 		}
-		defer t.releaseLease(l)
+		defer t.releaseLease(p.l)
 	}
-	applied := 0
-	var after []byte
-	for {
-		if err := t.holdLease(ctx, l, o); err != nil {
-			return applied, err
-		}
-		r := ScanRange{Start: t.queueSpace, End: t.queueEnd, After: after, Limit: o.BatchSize}
-		var groups []changeGroup
-		read := 0
-		for e, err := range t.store.Scan(ctx, r) {
-			if err != nil {
-				return applied, err
-			}
-			read++
-			after = append(after[:0], e.Key...)
-			pk, err := t.changePK(e.Key)
-			if err == nil && o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition {
-				continue
-			}
-			var c change
-			if err == nil {
-				c, err = decodeChange(bytes.Clone(e.Key), bytes.Clone(e.Value))
-			}
-			if err != nil { // it blocks nothing but itself
-				o.logError(ctx, "indextable: change record cannot be read", t.name, err)
-				o.cannotApply(err, e.Key)
-				continue
-			}
-			if n := len(groups); n > 0 && bytes.Equal(groups[n-1].pk, pk) {
-				groups[n-1].changes = append(groups[n-1].changes, c)
-			} else {
-				groups = append(groups, changeGroup{pk: bytes.Clone(pk), changes: []change{c}})
-			}
-		}
-		// The last record's group may go on past this chunk: leave it for
-		// the next one, unless the chunk is the last.
-		if read == o.BatchSize && len(groups) > 1 {
-			last := groups[len(groups)-1]
-			groups = groups[:len(groups)-1]
-			after = append(append(after[:0], t.queueSpace...), last.pk...)
-		}
-		n, err := t.applyGroups(ctx, groups, l, o)
-		applied += n
+	// One scan, whose pages the store sizes, rather than a scan for each
+	// batch: on a sharded store each scan starts a reader on every shard.
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
-			return applied, err
+			return p.applied, err
 		}
-		if read < o.BatchSize {
-			return applied, nil
+		if err := p.add(ctx, e); err != nil {
+			return p.applied, err
 		}
 	}
+	return p.applied, p.flush(ctx)
+}
+
+// A pass is one maintainer pass over the queue, in key order: it gathers
+// the changes of its partition, record by record, and applies them
+// BatchSize at a time, oldest first within each record.
+type pass[T any] struct {
+	t       *Table[T]
+	o       *MaintainerOptions
+	l       *lease    // on a bounded store, the maintainer's
+	began   time.Time // by this process's clock
+	groups  []changeGroup
+	held    int // changes in groups
+	applied int
+}
+
+// add takes the change record e.
+func (p *pass[T]) add(ctx context.Context, e Entry) error {
+	t, o := p.t, p.o
+	pk, err := t.changePK(e.Key)
+	if err == nil && o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition {
+		return nil
+	}
+	var c change
+	if err == nil {
+		c, err = decodeChange(e.Key, e.Value)
+	}
+	if err != nil { // it blocks nothing but itself
+		o.logError(ctx, "indextable: change record cannot be read", t.name, err)
+		o.cannotApply(err, e.Key)
+		return nil
+	}
+	if queuedDuring(c, p.began) {
+		return nil
+	}
+	c, _ = decodeChange(bytes.Clone(e.Key), bytes.Clone(e.Value))
+	n := len(p.groups)
+	same := n > 0 && bytes.Equal(p.groups[n-1].pk, pk)
+	if p.held == o.BatchSize {
+		// Apply the records whose changes are all read, and the last
+		// one's so far only when they fill the batch alone.
+		var open *changeGroup
+		if same && n > 1 {
+			last := p.groups[n-1]
+			open, p.groups = &last, p.groups[:n-1]
+		}
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
+		if same = open != nil; same {
+			p.groups, p.held = append(p.groups, *open), len(open.changes)
+		}
+	}
+	if same {
+		g := &p.groups[len(p.groups)-1]
+		g.changes = append(g.changes, c)
+	} else {
+		p.groups = append(p.groups, changeGroup{pk: bytes.Clone(pk), changes: []change{c}})
+	}
+	p.held++
+	return nil
+}
+
+// flush applies the changes gathered.
+func (p *pass[T]) flush(ctx context.Context) error {
+	if len(p.groups) == 0 {
+		return nil
+	}
+	if err := p.t.holdLease(ctx, p.l, p.o); err != nil {
+		return err
+	}
+	for i := range p.groups {
+		p.groups[i].sortByAge()
+	}
+	n, err := p.t.applyGroups(ctx, p.groups, p.l, p.o)
+	p.applied += n
+	p.groups, p.held = p.groups[:0], 0
+	return err
+}
+
+// queuedDuring reports whether c was queued after a pass that began at
+// began (by this process's clock) did, and before now: such a change
+// waits for the next pass, so that a pass ends even while writes queue
+// changes ahead of it faster than it applies them, and the changes behind
+// it are not passed over for ever. A time after now is another clock's,
+// ahead of this one: that change is not held back.
+func queuedDuring(c change, began time.Time) bool {
+	return c.enqueued.After(began) && !c.enqueued.After(time.Now())
 }
 
 // errLeaseHeld reports a partition leased to another maintainer.
@@ -620,11 +676,24 @@ func (t *Table[T]) changePK(key []byte) ([]byte, error) {
 // changeGroup is the pending changes of one record.
 type changeGroup struct {
 	pk      []byte
-	changes []change
-	ops     []Op // the batch that applies them: guard, then mutations
-	guard   int  // ops[:guard] expect the record and remove the changes
-	split   bool // the index mutations do not fit one batch with the rest
-	marker  Op   // when split: the marker applySplit writes first
+	changes []change // oldest first; planGroup may keep only the oldest
+	all     []change // every change of the group, as read
+	factKey []byte
+	fact    []byte        // the record as read; nil: none
+	ops     []Op          // the batch that applies them: guard, then mutations
+	guard   int           // ops[:guard] expect the record and remove the changes
+	split   bool          // the index mutations do not fit one batch with the rest
+	marker  Op            // when split: the marker applySplit writes first
+	planned error         // why the changes cannot be planned, if they cannot
+	done    bool          // applied
+	want    []*indexTable // the indexes the changes' entries are of
+}
+
+// sortByAge orders g's changes by when they were queued, oldest first:
+// when not all of them fit one batch, the oldest go first, and no change
+// is passed over for ever by younger ones (their IDs are random).
+func (g *changeGroup) sortByAge() {
+	slices.SortStableFunc(g.changes, func(a, b change) int { return a.enqueued.Compare(b.enqueued) })
 }
 
 // changesRecord reports whether g's changes touch a record that existed
@@ -663,7 +732,9 @@ type stuckChanges struct {
 }
 
 // applyGroupsHeld is applyGroups under the drain lock; it adds to stuck
-// what it cannot apply.
+// what it cannot apply. The records whose changes fit one batch go
+// together, when the store allows it and no write overtook one of them;
+// the others, and those of a batch that failed, one by one (applyGroup).
 func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions, stuck *[]stuckChanges) (int, error) {
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
@@ -678,70 +749,97 @@ func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l 
 	}
 	atom := t.store.Atomicity()
 	var all Batch
+	var joined []*changeGroup
 	for i := range groups {
 		g := &groups[i]
-		if err := t.planGroup(view, g, keys[i], facts[i], atom); err != nil {
-			// A record that cannot be decoded blocks only its own changes.
-			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
-			*stuck = append(*stuck, stuckChanges{err, changeKeys(g.changes)})
-			g.ops = nil
-			continue
-		}
-		if !g.split {
+		g.factKey, g.fact, g.all = keys[i], facts[i], g.changes
+		t.planGroup(view, g, atom)
+		if g.planned == nil && !g.split {
 			all.ops = append(all.ops, g.ops...)
+			joined = append(joined, g)
 		}
 	}
 	applied := 0
-	if all.Len() > 0 {
-		err := atom.Allows(&all)
-		if err == nil {
-			err = t.store.Apply(ctx, &all)
-		}
-		switch {
+	if len(joined) > 1 && atom.Allows(&all) == nil {
+		switch err := t.store.Apply(ctx, &all); {
 		case err == nil:
-			for _, g := range groups {
-				if !g.split {
-					view.noteMutations(g.ops, g.changesRecord())
-				}
+			for _, g := range joined {
+				view.noteMutations(g.ops, g.changesRecord())
+				applied += len(g.changes)
+				g.done = true
 			}
-			for _, g := range groups {
-				if g.ops != nil && !g.split {
-					applied += len(g.changes)
-				}
-			}
-		case errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch):
-			for _, g := range groups {
-				if g.ops == nil || g.split {
-					continue
-				}
-				err := t.store.Apply(ctx, &Batch{ops: g.ops})
-				if err == nil {
-					view.noteMutations(g.ops, g.changesRecord())
-					applied += len(g.changes)
-				} else if !errors.Is(err, ErrConflict) {
-					return applied, err
-				}
-			}
-		default:
+		case !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidBatch):
 			return 0, err
 		}
 	}
-	for _, g := range groups {
-		if g.ops == nil || !g.split {
-			continue
-		}
-		ok, err := t.applySplit(ctx, view, &g, l, o)
-		switch {
-		case errors.Is(err, ErrInvalidBatch):
-			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
-			*stuck = append(*stuck, stuckChanges{err, changeKeys(g.changes)})
-		case err != nil:
-			return applied, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
-		case ok:
-			applied += len(g.changes)
+	for i := range groups {
+		if g := &groups[i]; !g.done {
+			n, err := t.applyGroup(ctx, view, g, l, o, stuck)
+			applied += n
+			if err != nil {
+				return applied, err
+			}
 		}
 	}
 	return applied, nil
+}
+
+// maxGroupAttempts bounds the tries of one record's changes in a pass.
+const maxGroupAttempts = 4
+
+// errOvertaken reports a try of a record's changes that a write to the
+// record overtook, and that wrote nothing; errChangesMoved, change records
+// that are no longer as read: another maintainer took them.
+var (
+	errOvertaken    = errors.New("a write overtook the record's changes")
+	errChangesMoved = errors.New("the change records moved")
+)
+
+// applyGroup applies g, a planned group, alone. When a write to the
+// record overtook a try, it reads the record again and tries again at
+// once, up to maxGroupAttempts times, so that a record under constant
+// writes still progresses; then it leaves the changes for the next pass.
+// It adds to stuck the changes it cannot apply.
+func (t *Table[T]) applyGroup(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions, stuck *[]stuckChanges) (int, error) {
+	for attempt := 1; ; attempt++ {
+		if g.planned != nil {
+			// A record that cannot be decoded blocks only its own changes.
+			*stuck = append(*stuck, stuckChanges{fmt.Errorf("record %v: %w", decodeForError(g.pk), g.planned), changeKeys(g.changes)})
+			return 0, nil
+		}
+		var err error
+		if g.split {
+			err = t.applySplit(ctx, view, g, l, o)
+		} else if err = t.store.Apply(ctx, &Batch{ops: g.ops}); err == nil {
+			view.noteMutations(g.ops, g.changesRecord())
+		} else if errors.Is(err, ErrConflict) {
+			err = errOvertaken
+		}
+		switch {
+		case err == nil:
+			return len(g.changes), nil
+		case errors.Is(err, errChangesMoved) || errors.Is(err, errOvertaken) && attempt == maxGroupAttempts:
+			return 0, nil
+		case errors.Is(err, ErrInvalidBatch):
+			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
+			*stuck = append(*stuck, stuckChanges{err, changeKeys(g.changes)})
+			return 0, nil
+		case !errors.Is(err, errOvertaken):
+			return 0, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
+		}
+		fact, err := t.store.Get(ctx, g.factKey)
+		if errors.Is(err, ErrNotFound) {
+			fact, err = nil, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if bytes.Equal(fact, g.fact) && (fact == nil) == (g.fact == nil) {
+			return 0, nil // the record is as read: the change records moved
+		}
+		g.fact, g.changes = fact, g.all
+		t.planGroup(view, g, t.store.Atomicity())
+	}
 }
 
 // cannotApply tells o.unappliable, if set, of changes that cannot be
@@ -769,17 +867,26 @@ func (o *MaintainerOptions) logError(ctx context.Context, msg, table string, err
 }
 
 // planGroup computes the batch that applies the changes of g to the record
-// at factKey, whose value is fact (nil: deleted). The batch expects the
-// record as read and every change record, deletes the change records, and
-// makes the index mutations: the expectations and deletions first, the
-// mutations after them, for applySplit. When the batch does not fit the
-// atomicity scope atom, g is marked split, and its changes are cut to as
-// many as applySplit's guard can remove in one batch; the rest wait for the
-// next pass, which is safe: each pass deletes the entries of the versions
-// its changes name and puts those of the record as it is.
-func (t *Table[T]) planGroup(view *indexView, g *changeGroup, factKey, fact []byte, atom Atomicity) error {
+// at g.factKey, whose value is g.fact (nil: deleted), or sets g.planned to
+// why it cannot. The batch expects the record as read and every change
+// record, deletes the change records, and makes the index mutations: the
+// expectations and deletions first, the mutations after them, for
+// applySplit. When the batch does not fit the atomicity scope atom, g is
+// marked split, and its changes are cut to the oldest that applySplit's
+// guard can remove in one batch; the rest wait for the next pass, which
+// is safe: each pass deletes the entries of the versions its changes name
+// and puts those of the record as it is.
+func (t *Table[T]) planGroup(view *indexView, g *changeGroup, atom Atomicity) {
+	g.ops = nil
+	g.planned = t.planOps(view, g, atom)
+}
+
+// planOps is planGroup's work: it returns why the changes cannot be
+// planned, if they cannot.
+func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) error {
+	fact := g.fact
 	for {
-		if err := t.planChanges(view, g, factKey, fact); err != nil {
+		if err := t.planChanges(view, g, g.factKey, fact); err != nil {
 			return err
 		}
 		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
@@ -829,6 +936,14 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 		return ix.maintained() && !ix.unique &&
 			(ix.eventual || scope&scopeAll != 0 || scope&scopeInter != 0 && !ix.intra || slices.Contains(named, ix))
 	})
+	if !slices.Equal(want, g.want) {
+		// The earlier versions' entries, kept for another try, are of
+		// other indexes.
+		for i := range g.changes {
+			g.changes[i].entries, g.changes[i].held = nil, false
+		}
+		g.want = want
+	}
 	ops := make([]Op, 0, 1+2*len(g.changes)+8)
 	if fact == nil {
 		ops = append(ops, Op{Kind: OpExpectAbsent, Key: factKey})
@@ -851,7 +966,8 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 	// version had as they are (the index holds them already).
 	var before [][]entry
 	var deleted [][]byte
-	for _, c := range g.changes {
+	for i := range g.changes {
+		c := &g.changes[i]
 		if c.scope&scopeIndex != 0 {
 			// A stray entry key, longer than its index's prefix.
 			ix := view.owner(c.before)
@@ -867,11 +983,14 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 			before = append(before, nil)
 			continue
 		}
-		es, err := t.factEntries(want, c.before, g.pk)
-		if err != nil {
-			return err
+		if !c.held {
+			es, err := t.factEntries(want, c.before, g.pk)
+			if err != nil {
+				return err
+			}
+			c.entries, c.held = es, true
 		}
-		before = append(before, es)
+		before = append(before, c.entries)
 	}
 	for _, es := range before {
 		for _, e := range es {
@@ -924,29 +1043,39 @@ func (t *Table[T]) factEntries(indexes []*indexTable, fact, pk []byte) ([]entry,
 //
 // A crash before step 3 leaves the change records, and the next pass
 // applies the mutations again. A write after step 1 (synchronous ones
-// included, which queue nothing) makes step 3 conflict, and the marker
-// stays, so the next pass deletes what step 2 put for the version it read.
-// It reports whether the changes were removed.
-func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) (bool, error) {
+// included, which queue nothing) makes step 3 conflict: then the marker
+// stays, so the next pass deletes what step 2 put for the version it read,
+// and only the change records go. The marker stands for them: step 2
+// deleted the entries of the versions they name, but the one it read. So a
+// record under constant writes trades its changes for one marker, and
+// none of them waits for a pass without a write.
+//
+// It returns nil when the change records are removed, errOvertaken when a
+// write overtook step 1, which wrote nothing, and errChangesMoved when the
+// change records changed.
+func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) error {
 	// g.ops[0] expects the record as read.
 	err := t.store.Apply(ctx, &Batch{ops: []Op{g.ops[0], g.marker}})
 	if errors.Is(err, ErrConflict) {
-		return false, nil
+		return errOvertaken
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	// The pieces go only while the lease is surely held.
 	hold := func() error { return t.holdLease(ctx, l, o) }
 	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
-		return false, err
+		return err
 	}
 	view.noteMutations(g.ops[g.guard:], g.changesRecord())
 	err = t.store.Apply(ctx, &Batch{ops: splitGuard(g)})
 	if errors.Is(err, ErrConflict) {
-		return false, nil
+		err = t.store.Apply(ctx, &Batch{ops: g.ops[1:g.guard]})
+		if errors.Is(err, ErrConflict) {
+			return errChangesMoved
+		}
 	}
-	return err == nil, err
+	return err
 }
 
 // Lag is how far the maintainers are behind the table's writes.
@@ -1048,7 +1177,6 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 		keys = append(keys, bytes.Clone(e.Key))
 	}
 	wait := 200 * time.Microsecond
-	var values [][]byte
 	for len(keys) > 0 {
 		if step != nil {
 			if err := step(keys); err != nil {
@@ -1056,18 +1184,8 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 			}
 		}
 		var err error
-		if values, err = t.store.GetMany(ctx, keys, values[:0]); err != nil {
+		if keys, err = t.stillQueued(ctx, keys); err != nil || len(keys) == 0 {
 			return err
-		}
-		// Change IDs are never reused: a key that is gone is applied.
-		left := keys[:0]
-		for i, v := range values {
-			if v != nil {
-				left = append(left, keys[i])
-			}
-		}
-		if keys = left; len(keys) == 0 {
-			break
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -1079,6 +1197,37 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 		wait = min(2*wait, 20*time.Millisecond)
 	}
 	return nil
+}
+
+// waitChunk is how many change records a look of waitApplied reads.
+const waitChunk = 256
+
+// stillQueued returns keys, change records in key order, from the first
+// still queued. It looks them up a chunk at a time, in the order a
+// maintainer's pass applies them, and stops at a chunk with one still
+// queued: a look costs no more than one chunk however long the wait. A
+// key that is gone is applied, since change IDs are never reused.
+func (t *Table[T]) stillQueued(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	var values [][]byte
+	for len(keys) > 0 {
+		n := min(len(keys), waitChunk)
+		var err error
+		if values, err = t.store.GetMany(ctx, keys[:n], values[:0]); err != nil {
+			return keys, err
+		}
+		// Keep those still queued, at the end of the chunk.
+		left := n
+		for i := n - 1; i >= 0; i-- {
+			if values[i] != nil {
+				left--
+				keys[left] = keys[i]
+			}
+		}
+		if keys = keys[left:]; left < n {
+			break
+		}
+	}
+	return keys, nil
 }
 
 // mayBeStale reports whether entries of ix may lag behind the fact table:

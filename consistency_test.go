@@ -3,6 +3,7 @@ package indextable_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -755,4 +756,260 @@ func TestBuildRefusesHugeMaintainerPartitions(t *testing.T) {
 	err = tbl.Build(ctx, it.BuildOptions{Maintainer: it.MaintainerOptions{Partitions: 1 << 40}})
 	require.ErrorIs(t, err, it.ErrInvalidArgument)
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{Maintainer: it.MaintainerOptions{Partitions: 1 << 12}}))
+}
+
+// drivenStore runs hook before each call its table makes (a scan counts
+// when it starts): a test makes writes happen at the pace of a
+// maintainer's store calls, so that "sustained writes at the maintainer's
+// capacity" depends on no clock and no scheduler.
+type drivenStore struct {
+	it.Store
+	hook func()
+}
+
+func (s *drivenStore) Get(ctx context.Context, k []byte) ([]byte, error) {
+	s.hook()
+	return s.Store.Get(ctx, k)
+}
+
+func (s *drivenStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]byte, error) {
+	s.hook()
+	return s.Store.GetMany(ctx, keys, dst)
+}
+
+func (s *drivenStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	s.hook()
+	return s.Store.Scan(ctx, r)
+}
+
+func (s *drivenStore) Apply(ctx context.Context, b *it.Batch) error {
+	s.hook()
+	return s.Store.Apply(ctx, b)
+}
+
+// queuedChanges returns the keys of the change records in s.
+func queuedChanges(t testing.TB, s it.Store) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for k := range storeDump(t, s) {
+		if tup, err := it.DecodeTuple([]byte(k)); err == nil && len(tup) > 1 && tup[1] == int64(3) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// TestMaintainerKeepsUpUnderSustainedWrites: issue 16 item 5. Writers
+// rewrite 200 records for as long as the maintainer runs, a few writes
+// for each store call the maintainer makes; on a 4-shard store, whose
+// index entries lie on other shards than their records, the queue grew
+// without bound and its oldest changes were never applied while writes
+// went on. Every change queued before a pass must be applied within a
+// few passes, the queue must stay bounded, and WaitIndexed must return.
+func TestMaintainerKeepsUpUnderSustainedWrites(t *testing.T) {
+	const (
+		records   = 200
+		perCall   = 2  // writes for each store call of the maintainer
+		passes    = 25 // maintainer passes watched
+		maxPasses = 3  // within which a queued change must be applied
+	)
+	stores := []struct {
+		name string
+		open func(t *testing.T) it.Store
+	}{
+		{"sharded", func(t *testing.T) it.Store { return newShardedMemory(t, 4, it.WithIndexSharding(it.ShardByHash)) }},
+		{"memory", func(*testing.T) it.Store { return it.NewMemoryStore() }},
+		{"partitioned", func(*testing.T) it.Store { return partitionedStore(it.NewMemoryStore()) }},
+	}
+	for _, tc := range stores {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			raw := tc.open(t)
+			writer := openWith(t, raw, eventualIndexes([]it.Index[person]{indexByName("town")})...)
+			r := rand.New(rand.NewPCG(16, 5))
+			write := func() {
+				_, err := writer.Upsert(ctx, person{ID: r.IntN(records), Town: towns[r.IntN(len(towns))], Score: r.Int()})
+				require.NoError(t, err)
+			}
+			for range 4 * records {
+				write()
+			}
+			driven := &drivenStore{Store: raw, hook: func() {}}
+			tbl := openWith(t, driven, eventualIndexes([]it.Index[person]{indexByName("town")})...)
+
+			// Each pass must apply what was queued before it, or the pass
+			// after, whatever was written meanwhile; and the passes must
+			// not grow (the writes, made as the maintainer works, would
+			// grow with them).
+			type snapshot struct {
+				pass int
+				keys map[string]bool
+			}
+			var waiting []snapshot
+			var calls []int // the maintainer's store calls in each pass
+			worst := 0
+			for pass := 1; pass <= passes; pass++ {
+				waiting = append(waiting, snapshot{pass, queuedChanges(t, raw)})
+				n := 0
+				driven.hook = func() {
+					n++
+					for range perCall {
+						write()
+					}
+				}
+				_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+				require.NoError(t, err)
+				calls = append(calls, n)
+				now := queuedChanges(t, raw)
+				left := waiting[:0]
+				for _, s := range waiting {
+					n := 0
+					for k := range s.keys {
+						if now[k] {
+							n++
+						}
+					}
+					took := pass - s.pass + 1
+					if n == 0 {
+						worst = max(worst, took)
+						continue
+					}
+					require.Less(t, took, maxPasses, "%d of the %d changes queued before pass %d are queued after pass %d", n, len(s.keys), s.pass, pass)
+					left = append(left, s)
+				}
+				waiting = left
+			}
+			t.Logf("a change waited at most %d passes; store calls in each pass: %v", worst, calls)
+			require.LessOrEqual(t, slices.Max(calls[passes/2:]), 2*slices.Max(calls[:passes/2]), "the passes grow")
+
+			// WaitIndexed, while the maintainer runs and writes go on,
+			// waits only for the changes committed before it.
+			run, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			var made atomic.Int64
+			wait, giveUp := context.WithCancel(ctx)
+			defer giveUp()
+			driven.hook = func() {
+				// A hang is lack of progress: many maintainer calls and
+				// no return.
+				if made.Add(1) == 200_000 {
+					giveUp()
+				}
+				for range perCall {
+					write()
+				}
+			}
+			go func() { done <- tbl.RunMaintainer(run, it.MaintainerOptions{}) }()
+			require.NoError(t, writer.WaitIndexed(wait))
+			stop()
+			require.ErrorIs(t, <-done, context.Canceled)
+		})
+	}
+}
+
+// TestOldestChangesOfARecordGoFirst: when not all of a record's changes
+// fit one batch, the maintainer applies the oldest; it took the first by
+// change ID, which is random, so a change could be passed over pass after
+// pass while younger ones went.
+func TestOldestChangesOfARecordGoFirst(t *testing.T) {
+	ctx := context.Background()
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 20}}
+	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Consistency: it.Eventual})
+	for i := range 15 {
+		_, err := tbl.Upsert(ctx, person{ID: 1, Town: fmt.Sprint("T", i)})
+		require.NoError(t, err)
+	}
+	queued := func() map[string]int64 {
+		out := map[string]int64{}
+		for k := range queuedChanges(t, s) {
+			v, err := s.Get(ctx, []byte(k))
+			require.NoError(t, err)
+			ns, n := binary.Uvarint(v[1:])
+			require.Positive(t, n)
+			out[k] = int64(ns)
+		}
+		return out
+	}
+	before := queued()
+	n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Positive(t, n)
+	after := queued()
+	require.Len(t, after, len(before)-n)
+	for gone, at := range before {
+		if _, ok := after[gone]; ok {
+			continue
+		}
+		for _, left := range after {
+			require.LessOrEqual(t, at, left, "a change was applied before an older one")
+		}
+	}
+	catchUp(t, tbl)
+	require.Equal(t, []person{{ID: 1, Town: "T14"}}, collect(t, tbl, it.Query{Index: "town"}))
+}
+
+// TestPassTakesWhatWasQueuedBeforeIt: a pass applies the changes queued
+// before it began, and leaves those queued meanwhile, ahead of it in the
+// queue, to the next pass, so that writers cannot keep it going.
+func TestPassTakesWhatWasQueuedBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	raw := it.NewMemoryStore()
+	indexes := eventualIndexes([]it.Index[person]{indexByName("town")})
+	writer := openWith(t, raw, indexes...)
+	for i := range 50 {
+		_, err := writer.Insert(ctx, person{ID: i, Town: "R"})
+		require.NoError(t, err)
+	}
+	driven := &drivenStore{Store: raw, hook: func() {}}
+	tbl := openWith(t, driven, indexes...)
+	before := queuedChanges(t, raw)
+	during := 0
+	driven.hook = func() {
+		during++ // a new record, after those queued
+		_, err := writer.Insert(ctx, person{ID: 1000 + during, Town: "S"})
+		require.NoError(t, err)
+	}
+	n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{BatchSize: 5})
+	require.NoError(t, err)
+	require.Equal(t, len(before), n)
+	now := queuedChanges(t, raw)
+	require.Len(t, now, during)
+	for k := range before {
+		require.False(t, now[k], "a change queued before the pass is left")
+	}
+	catchUp(t, writer)
+	requireNoDrift(t, writer)
+}
+
+// TestOvertakenSplitApplyTradesItsChangesForItsMarker: on a bounded store,
+// a write that lands while a record's mutations go in pieces makes the
+// last step conflict. The change records go all the same (their mutations
+// are in), and the marker stays for the version read; they stayed too,
+// so a record under constant writes kept every change it ever queued.
+func TestOvertakenSplitApplyTradesItsChangesForItsMarker(t *testing.T) {
+	ctx := context.Background()
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
+	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
+	_, err := tbl.Insert(ctx, person{ID: 1})
+	require.NoError(t, err)
+	ten := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+	_, err = tbl.Update(ctx, person{ID: 1, Tags: ten}) // too big: falls back
+	require.NoError(t, err)
+	queued := queuedChanges(t, s)
+	require.Len(t, queued, 1)
+	s.beforeMutations = func() {
+		_, err := tbl.Update(ctx, person{ID: 1, Tags: ten[:9]}) // fits: synchronous
+		require.NoError(t, err)
+	}
+	n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	now := queuedChanges(t, s)
+	require.Len(t, now, 1, "the marker alone")
+	for k := range queued {
+		require.False(t, now[k], "the change record stays")
+	}
+	catchUp(t, tbl)
+	require.Empty(t, collect(t, tbl, it.Query{Index: "tags", Eq: it.Tuple{"j"}, Covered: true}))
+	requireNoDrift(t, tbl)
 }
