@@ -2,6 +2,7 @@ package indextable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,10 +76,125 @@ func (c Consistency) String() string {
 // fact record's value before the write, after a byte that says whether there
 // was one. Format 2 is a change whose scope has bits that format 1 lacks,
 // so that a maintainer that knows only format 1 leaves it alone.
+//
+// Format 3 is a change that maintainers failed to apply: a flags byte
+// (bit 0: set aside; bits 1 and 2: the cause, see failure), the failures
+// in a row (uvarint), the last one's message (uvarint length, then its
+// bytes), then the change as it was queued (format 1 or 2, or bytes that
+// do not decode). A maintainer rewrites a change so, in place (in the
+// record's partition and shard, conditional on the value it read), when
+// it fails; a maintainer that knows only formats 1 and 2 leaves it alone.
 const (
 	changeFormat       = 1
 	changeFormatScopes = 2
+	changeFormatFailed = 3
 )
+
+// failure is what a format 3 change record adds to the change it wraps.
+type failure struct {
+	count    int  // failures in a row with one cause
+	setAside bool // no maintainer tries it alone any more
+	cause    byte // failedInvalidBatch, failedCodec, or 0: another
+	reason   string
+}
+
+// The causes of a failure.
+const (
+	failedInvalidBatch = 1 // the store refused a batch: ErrInvalidBatch
+	failedCodec        = 2 // a record or change does not decode: ErrCodec
+)
+
+// maxReason bounds the message a failed change record keeps.
+const maxReason = 256
+
+func causeOf(err error) byte {
+	switch {
+	case errors.Is(err, ErrInvalidBatch):
+		return failedInvalidBatch
+	case errors.Is(err, ErrCodec):
+		return failedCodec
+	}
+	return 0
+}
+
+// encodeFailed returns the value of a change that failed as f, whose value
+// as queued is inner.
+func encodeFailed(f failure, inner []byte) []byte {
+	flags := f.cause << 1
+	if f.setAside {
+		flags |= 1
+	}
+	v := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(f.reason)+len(inner))
+	v = append(v, changeFormatFailed, flags)
+	v = binary.AppendUvarint(v, uint64(f.count))
+	v = binary.AppendUvarint(v, uint64(len(f.reason)))
+	v = append(append(v, f.reason...), inner...)
+	return v
+}
+
+// splitFailed decodes the value of a format 3 change record into its
+// failure and the value as queued.
+func splitFailed(value []byte) (failure, []byte, bool) {
+	if len(value) < 2 || value[0] != changeFormatFailed {
+		return failure{}, nil, false
+	}
+	f := failure{setAside: value[1]&1 != 0, cause: value[1] >> 1 & 3}
+	rest := value[2:]
+	count, n := binary.Uvarint(rest)
+	if n <= 0 {
+		return f, nil, false
+	}
+	rest = rest[n:]
+	size, n := binary.Uvarint(rest)
+	if n <= 0 || size > uint64(len(rest)-n) {
+		return f, nil, false
+	}
+	f.count = int(min(count, 1<<30))
+	f.reason = string(rest[n : n+int(size)])
+	return f, rest[n+int(size):], true
+}
+
+// setAside reports whether value is that of a change record set aside.
+func setAside(value []byte) bool {
+	return len(value) > 1 && value[0] == changeFormatFailed && value[1]&1 != 0
+}
+
+// failureError is the failure of a change record set aside, as an error
+// that matches its cause.
+type failureError struct {
+	msg   string
+	cause error
+}
+
+func (e *failureError) Error() string { return e.msg }
+
+func (e *failureError) Unwrap() error { return e.cause }
+
+func (f failure) err() error {
+	e := &failureError{msg: f.reason}
+	switch f.cause {
+	case failedInvalidBatch:
+		e.cause = ErrInvalidBatch
+	case failedCodec:
+		e.cause = ErrCodec
+	}
+	if e.msg == "" {
+		e.msg = "no reason kept"
+	}
+	return e
+}
+
+// ErrChangeSetAside reports a queued change that maintainers set aside
+// after it failed MaintainerOptions.MaxFailures times in a row, the same
+// way (see RunMaintainer): WaitIndexed, Build and Repair return it, with
+// the record and the reason, instead of waiting for ever. It also matches
+// the failure's own sentinel (ErrInvalidBatch or ErrCodec) when there is
+// one.
+var ErrChangeSetAside = errors.New("indextable: change set aside")
+
+// errUnknownChange reports a change record of a format this version does
+// not know, which a newer maintainer may apply.
+var errUnknownChange = errors.New("unknown format")
 
 // The scope of a change: which indexes it leaves to the maintainer.
 const (
@@ -95,6 +212,8 @@ const (
 type change struct {
 	key      []byte
 	value    []byte // as stored, for the expectation that removes it
+	queued   []byte // the value as queued: value, or the one that failed wraps
+	failed   failure
 	enqueued time.Time
 	scope    byte
 	before   []byte // the fact value before the write; nil if none
@@ -115,19 +234,34 @@ func encodeChange(dst []byte, now time.Time, scope byte, before []byte, existed 
 	return append(dst, before...)
 }
 
+// decodeChange decodes a change record. It returns an error wrapping
+// ErrCodec when the record does not decode, and errUnknownChange too when
+// its format is unknown; the change's key, value, queued value and
+// failure are set even then, as far as they decode.
 func decodeChange(key, value []byte) (change, error) {
-	c := change{key: key, value: value}
-	if len(value) < 1 || value[0] != changeFormat && value[0] != changeFormatScopes {
-		return c, fmt.Errorf("%w: change record %q: unknown format", ErrCodec, key)
+	c := change{key: key, value: value, queued: value}
+	if len(value) > 0 && value[0] == changeFormatFailed {
+		f, queued, ok := splitFailed(value)
+		c.failed = f
+		if !ok {
+			return c, fmt.Errorf("%w: change record %q: truncated failure", ErrCodec, key)
+		}
+		c.queued = queued
+	} else if len(value) < 1 || value[0] != changeFormat && value[0] != changeFormatScopes {
+		return c, fmt.Errorf("%w: change record %q: %w", ErrCodec, key, errUnknownChange)
 	}
-	ns, n := binary.Uvarint(value[1:])
-	if n <= 0 || len(value) < 3+n {
+	v := c.queued
+	if len(v) < 1 || v[0] != changeFormat && v[0] != changeFormatScopes {
+		return c, fmt.Errorf("%w: change record %q: the change that failed does not decode", ErrCodec, key)
+	}
+	ns, n := binary.Uvarint(v[1:])
+	if n <= 0 || len(v) < 3+n {
 		return c, fmt.Errorf("%w: change record %q: truncated", ErrCodec, key)
 	}
 	c.enqueued = time.Unix(0, int64(ns))
-	c.scope = value[1+n]
-	if value[2+n] == 1 {
-		c.before = value[3+n:]
+	c.scope = v[1+n]
+	if v[2+n] == 1 {
+		c.before = v[3+n:]
 	}
 	return c, nil
 }
@@ -209,6 +343,12 @@ type MaintainerOptions struct {
 	// without renewal, on a store with bounded atomicity; 0 means 30s. See
 	// RunMaintainer.
 	LeaseTTL time.Duration
+	// MaxFailures is how many times in a row a change may fail the same
+	// way (the store refuses its batch with ErrInvalidBatch, or a record
+	// or change does not decode) before maintainers set it aside; 0 means
+	// 3. The count is kept in the change record, so it holds across passes
+	// and processes. See RunMaintainer.
+	MaxFailures int
 
 	owner uint64 // identifies this maintainer in its lease
 	// unappliable, when set, hears of each change the maintainer logs as
@@ -239,6 +379,9 @@ func (o *MaintainerOptions) defaults() error {
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 30 * time.Second
 	}
+	if o.MaxFailures <= 0 {
+		o.MaxFailures = 3
+	}
 	if o.owner == 0 {
 		o.owner = rand.Uint64() | 1
 	}
@@ -267,6 +410,20 @@ func (o *MaintainerOptions) defaults() error {
 // that dies holds its partition until the lease expires. As with any
 // lease, this assumes clocks that agree, and no pause longer than half the
 // LeaseTTL between a check of the lease and the write it allows.
+//
+// A change that fails in a way no retry helps (the store refuses the
+// batch that applies it, with ErrInvalidBatch, or a record or change does
+// not decode) is logged and tried again on later passes; once it failed
+// MaxFailures times in a row, the same way, it is set aside: rewritten in
+// place as a change record that says so and why, and logged once. A change
+// set aside holds up nothing, costs no more writes, and counts in
+// Lag.SetAside and VerifyReport.SetAside rather than as pending;
+// WaitIndexed returns an error wrapping ErrChangeSetAside. It is tried
+// again together with the record's next change, so an update that makes
+// the record appliable heals it, and Repair removes it once it made the
+// record's entries exact. Reads treat its record as one with pending
+// changes, and so stay exact. Transient errors and conflicts never count
+// as failures.
 func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) error {
 	if err := checkContext(ctx); err != nil {
 		return err
@@ -336,24 +493,11 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 	if err := t.sameCatalog(ctx); err != nil {
 		return 0, err
 	}
-	if bounded(t.store.Atomicity()) {
-		// An idle maintainer does not write its lease.
-		empty := true
-		for _, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: 1}) {
-			if err != nil {
-				return 0, err
-			}
-			empty = false
+	defer func() {
+		if p.l != nil {
+			t.releaseLease(p.l)
 		}
-		if empty {
-			return 0, nil
-		}
-		var err error
-		if p.l, err = t.acquireLease(ctx, o); err != nil {
-			return 0, err
-		}
-		defer t.releaseLease(p.l)
-	}
+	}()
 	// One scan, whose pages the store sizes, rather than a scan for each
 	// batch: on a sharded store each scan starts a reader on every shard.
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
@@ -380,21 +524,29 @@ type pass[T any] struct {
 	applied int
 }
 
-// add takes the change record e.
+// add takes the change record e. One that does not decode blocks nothing
+// but itself: it is logged, and set aside in time (by the maintainer of
+// partition 0 when it names no record); one of an unknown format is
+// logged and left for a newer maintainer.
 func (p *pass[T]) add(ctx context.Context, e Entry) error {
 	t, o := p.t, p.o
-	pk, err := t.changePK(e.Key)
-	if err == nil && o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition {
+	pk, pkErr := t.changePK(e.Key)
+	if pkErr == nil && o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition ||
+		pkErr != nil && o.Partition != 0 {
 		return nil
 	}
-	var c change
-	if err == nil {
-		c, err = decodeChange(e.Key, e.Value)
-	}
-	if err != nil { // it blocks nothing but itself
+	c, err := decodeChange(e.Key, e.Value)
+	switch {
+	case err == nil && pkErr == nil:
+	case c.failed.setAside:
+		return nil
+	case errors.Is(err, errUnknownChange):
 		o.logError(ctx, "indextable: change record cannot be read", t.name, err)
 		o.cannotApply(err, e.Key)
 		return nil
+	default:
+		c, _ = decodeChange(bytes.Clone(e.Key), bytes.Clone(e.Value))
+		return t.unappliable(ctx, o, stuckChanges{err: cmp.Or(pkErr, err), changes: []change{c}, unread: true})
 	}
 	if queuedDuring(c, p.began) {
 		return nil
@@ -427,12 +579,26 @@ func (p *pass[T]) add(ctx context.Context, e Entry) error {
 	return nil
 }
 
-// flush applies the changes gathered.
+// flush applies the changes gathered: those of the records with a change
+// not set aside. On a bounded store it takes the maintainer's lease first,
+// so that one with nothing to apply writes nothing.
 func (p *pass[T]) flush(ctx context.Context) error {
-	if len(p.groups) == 0 {
+	live := p.groups[:0]
+	for _, g := range p.groups {
+		if slices.ContainsFunc(g.changes, func(c change) bool { return !c.failed.setAside }) {
+			live = append(live, g)
+		}
+	}
+	if p.groups, p.held = live, 0; len(live) == 0 {
 		return nil
 	}
-	if err := p.t.holdLease(ctx, p.l, p.o); err != nil {
+	var err error
+	if p.l == nil && bounded(p.t.store.Atomicity()) {
+		p.l, err = p.t.acquireLease(ctx, p.o)
+	} else {
+		err = p.t.holdLease(ctx, p.l, p.o)
+	}
+	if err != nil {
 		return err
 	}
 	for i := range p.groups {
@@ -687,6 +853,7 @@ type changeGroup struct {
 	planned error         // why the changes cannot be planned, if they cannot
 	done    bool          // applied
 	want    []*indexTable // the indexes the changes' entries are of
+	written []change      // the markers its failed tries wrote
 }
 
 // sortByAge orders g's changes by when they were queued, oldest first:
@@ -719,16 +886,98 @@ func (t *Table[T]) applyGroups(ctx context.Context, groups []changeGroup, l *lea
 	var stuck []stuckChanges
 	n, err := t.applyGroupsHeld(ctx, groups, l, o, &stuck)
 	for _, s := range stuck {
-		o.logError(ctx, "indextable: change cannot be applied", t.name, s.err)
-		o.cannotApply(s.err, s.keys...)
+		if ferr := t.unappliable(ctx, o, s); err == nil {
+			err = ferr
+		}
 	}
 	return n, err
 }
 
 // stuckChanges are changes a maintainer cannot apply, and why.
 type stuckChanges struct {
-	err  error
-	keys [][]byte
+	pk      []byte // their record's; nil when the record cannot be read
+	err     error
+	changes []change // the records as read
+	unread  bool     // the change record does not decode
+}
+
+// unappliable logs changes that cannot be applied, tells o.unappliable,
+// and counts the failure in their records, rewriting each conditionally
+// on its value as read: once they failed o.MaxFailures times in a row with
+// one cause, it sets them aside, and logs that once. Changes that failed
+// together count as the most failed of them: a marker applySplit wrote
+// before its mutations failed counts with the changes it stands for.
+func (t *Table[T]) unappliable(ctx context.Context, o *MaintainerOptions, s stuckChanges) error {
+	err := s.err
+	if s.pk != nil {
+		err = fmt.Errorf("record %v: %w", decodeForError(s.pk), err)
+	}
+	o.cannotApply(err, changeKeys(s.changes)...)
+	f := failure{cause: causeOf(s.err), reason: s.err.Error()}
+	if len(f.reason) > maxReason {
+		f.reason = strings.ToValidUTF8(f.reason[:maxReason], "")
+	}
+	for _, c := range s.changes {
+		if c.failed.cause == f.cause {
+			f.count = max(f.count, c.failed.count)
+		}
+	}
+	f.count++
+	f.setAside = f.count >= o.MaxFailures
+	if o.Logger != nil {
+		msg := "indextable: change cannot be applied"
+		if s.unread {
+			msg = "indextable: change record cannot be read"
+		}
+		o.Logger.ErrorContext(ctx, msg, "table", t.name, "error", err, "failures", f.count, "max_failures", o.MaxFailures)
+	}
+	n, werr := t.rewriteFailed(ctx, s.changes, f)
+	if werr == nil && n > 0 && f.setAside && o.Logger != nil {
+		o.Logger.ErrorContext(ctx, "indextable: changes set aside", "table", t.name, "changes", n, "failures", f.count, "error", err)
+	}
+	return werr
+}
+
+// rewriteFailed rewrites changes as failed as f, each conditional on its
+// value as read, and returns how many it rewrote; a change that moved
+// meanwhile is left as it is.
+func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failure) (int, error) {
+	atom := t.store.Atomicity()
+	put := func(cs []change, f failure) error {
+		var b Batch
+		for _, c := range cs {
+			b.ExpectValue(c.key, c.value)
+			b.Put(c.key, encodeFailed(f, c.queued))
+		}
+		if err := atom.Allows(&b); err != nil {
+			return err
+		}
+		return t.store.Apply(ctx, &b)
+	}
+	err := put(changes, f)
+	if err == nil {
+		return len(changes), nil
+	}
+	if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidBatch) {
+		return 0, err
+	}
+	n := 0
+	for i := range changes {
+		one := changes[i : i+1]
+		err := put(one, f)
+		if errors.Is(err, ErrInvalidBatch) {
+			short := f
+			short.reason = ""
+			err = put(one, short) // the smallest it can be
+		}
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidBatch):
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // applyGroupsHeld is applyGroups under the drain lock; it adds to stuck
@@ -795,17 +1044,54 @@ var (
 	errChangesMoved = errors.New("the change records moved")
 )
 
-// applyGroup applies g, a planned group, alone. When a write to the
-// record overtook a try, it reads the record again and tries again at
+// applyGroup applies g, a planned group, alone (tryGroup). When g holds
+// changes set aside and its changes fail, it tries the others alone (the
+// changes set aside may be why), with the marker the failed try left. It
+// adds to stuck the changes it cannot apply, and what their tries wrote.
+func (t *Table[T]) applyGroup(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions, stuck *[]stuckChanges) (int, error) {
+	n, failed, err := t.tryGroup(ctx, view, g, l, o)
+	if failed == nil || err != nil {
+		return n, err
+	}
+	if slices.ContainsFunc(g.all, func(c change) bool { return c.failed.setAside }) {
+		live := &changeGroup{pk: g.pk, factKey: g.factKey, fact: g.fact}
+		for _, c := range append(slices.Clone(g.all), g.written...) {
+			if !c.failed.setAside {
+				live.changes = append(live.changes, c)
+			}
+		}
+		live.sortByAge()
+		live.all = live.changes
+		n, lfailed, err := t.tryGroup(ctx, view, live, l, o)
+		if lfailed == nil || err != nil {
+			return n, err
+		}
+		g, failed = live, lfailed
+	}
+	tried := slices.Clone(g.written)
+	for _, c := range g.changes {
+		if !c.failed.setAside {
+			tried = append(tried, c)
+		}
+	}
+	*stuck = append(*stuck, stuckChanges{pk: g.pk, err: failed, changes: tried})
+	return 0, nil
+}
+
+// tryGroup applies g alone, planning it first if need be. When a write to
+// the record overtook a try, it reads the record again and tries again at
 // once, up to maxGroupAttempts times, so that a record under constant
 // writes still progresses; then it leaves the changes for the next pass.
-// It adds to stuck the changes it cannot apply.
-func (t *Table[T]) applyGroup(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions, stuck *[]stuckChanges) (int, error) {
+// It returns how many changes it applied, or why they cannot be applied
+// (failed: a record that does not decode, a batch the store refuses), or
+// another error.
+func (t *Table[T]) tryGroup(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) (n int, failed, err error) {
+	if g.ops == nil && g.planned == nil {
+		t.planGroup(view, g, t.store.Atomicity())
+	}
 	for attempt := 1; ; attempt++ {
 		if g.planned != nil {
-			// A record that cannot be decoded blocks only its own changes.
-			*stuck = append(*stuck, stuckChanges{fmt.Errorf("record %v: %w", decodeForError(g.pk), g.planned), changeKeys(g.changes)})
-			return 0, nil
+			return 0, g.planned, nil
 		}
 		var err error
 		if g.split {
@@ -817,25 +1103,23 @@ func (t *Table[T]) applyGroup(ctx context.Context, view *indexView, g *changeGro
 		}
 		switch {
 		case err == nil:
-			return len(g.changes), nil
+			return len(g.changes), nil, nil
 		case errors.Is(err, errChangesMoved) || errors.Is(err, errOvertaken) && attempt == maxGroupAttempts:
-			return 0, nil
+			return 0, nil, nil
 		case errors.Is(err, ErrInvalidBatch):
-			err = fmt.Errorf("record %v: %w", decodeForError(g.pk), err)
-			*stuck = append(*stuck, stuckChanges{err, changeKeys(g.changes)})
-			return 0, nil
+			return 0, err, nil
 		case !errors.Is(err, errOvertaken):
-			return 0, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
+			return 0, nil, fmt.Errorf("table %q, record %v: %w", t.name, decodeForError(g.pk), err)
 		}
 		fact, err := t.store.Get(ctx, g.factKey)
 		if errors.Is(err, ErrNotFound) {
 			fact, err = nil, nil
 		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if bytes.Equal(fact, g.fact) && (fact == nil) == (g.fact == nil) {
-			return 0, nil // the record is as read: the change records moved
+			return 0, nil, nil // the record is as read: the change records moved
 		}
 		g.fact, g.changes = fact, g.all
 		t.planGroup(view, g, t.store.Atomicity())
@@ -921,10 +1205,11 @@ func splitGuard(g *changeGroup) []Op {
 	return append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: g.marker.Key, Value: g.marker.Value}, Op{Kind: OpDelete, Key: g.marker.Key})
 }
 
-func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []byte) error {
+// wantedBy returns the indexes that changes leave to the maintainer.
+func wantedBy(view *indexView, changes []change) []*indexTable {
 	scope := byte(0)
 	var named []*indexTable // by changes of Build and Repair
-	for _, c := range g.changes {
+	for _, c := range changes {
 		scope |= c.scope
 		if c.scope&scopeIndex != 0 {
 			if ix := view.owner(c.before); ix != nil {
@@ -932,10 +1217,14 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 			}
 		}
 	}
-	want := view.filter(func(ix *indexTable) bool {
+	return view.filter(func(ix *indexTable) bool {
 		return ix.maintained() && !ix.unique &&
 			(ix.eventual || scope&scopeAll != 0 || scope&scopeInter != 0 && !ix.intra || slices.Contains(named, ix))
 	})
+}
+
+func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []byte) error {
+	want := wantedBy(view, g.changes)
 	if !slices.Equal(want, g.want) {
 		// The earlier versions' entries, kept for another try, are of
 		// other indexes.
@@ -1062,6 +1351,8 @@ func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGro
 	if err != nil {
 		return err
 	}
+	marker, _ := decodeChange(g.marker.Key, g.marker.Value) // as encoded
+	g.written = append(g.written, marker)                   // until the changes go
 	// The pieces go only while the lease is surely held.
 	hold := func() error { return t.holdLease(ctx, l, o) }
 	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
@@ -1072,23 +1363,31 @@ func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGro
 	if errors.Is(err, ErrConflict) {
 		err = t.store.Apply(ctx, &Batch{ops: g.ops[1:g.guard]})
 		if errors.Is(err, ErrConflict) {
-			return errChangesMoved
+			err = errChangesMoved
 		}
+	}
+	if err == nil || errors.Is(err, errChangesMoved) {
+		g.written = g.written[:len(g.written)-1]
 	}
 	return err
 }
 
 // Lag is how far the maintainers are behind the table's writes.
 type Lag struct {
-	// Pending is the number of changes in the queue.
+	// Pending is the number of changes in the queue that maintainers are
+	// to apply.
 	Pending int
 	// Oldest is the age of the oldest pending change (by the clock of the
 	// process that wrote it); zero when none is pending.
 	Oldest time.Duration
+	// SetAside is the number of changes in the queue that maintainers set
+	// aside, as ones they cannot apply (see RunMaintainer); they are not
+	// pending.
+	SetAside int
 }
 
-// Lag reads the table's queue and reports its length and the age of its
-// oldest change.
+// Lag reads the table's queue and reports how many changes are pending and
+// the age of the oldest, and how many are set aside.
 func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 	if err := checkContext(ctx); err != nil {
 		return Lag{}, err
@@ -1099,13 +1398,17 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 		if err != nil {
 			return Lag{}, err
 		}
+		if setAside(e.Value) {
+			l.SetAside++
+			continue
+		}
 		l.Pending++
 		c, err := decodeChange(e.Key, e.Value)
 		if err == nil && (oldest.IsZero() || c.enqueued.Before(oldest)) {
 			oldest = c.enqueued // a record that does not decode has no age
 		}
 	}
-	if l.Pending > 0 {
+	if !oldest.IsZero() {
 		l.Oldest = max(time.Since(oldest), 0)
 	}
 	return l, nil
@@ -1113,8 +1416,10 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 
 // WaitIndexed waits until every change committed before it was called is
 // applied to the indexes (by maintainers running elsewhere), or ctx is
-// done. A change the maintainers cannot apply (they log it) keeps it
-// waiting until then.
+// done. When one of those changes is, or comes to be, set aside by the
+// maintainers as one they cannot apply (see RunMaintainer), it returns an
+// error wrapping ErrChangeSetAside that names its record and why, rather
+// than wait for ever; a change that failed fewer times keeps it waiting.
 func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
 		return err
@@ -1162,7 +1467,8 @@ func (t *Table[T]) applyQueued(ctx context.Context, o MaintainerOptions) error {
 // waitApplied waits until every change committed before it was called
 // (only those whose scope has a bit of scope, when set) is applied,
 // calling step, when set, with the changes still waited for before each
-// look.
+// look. It fails with an error wrapping ErrChangeSetAside as soon as it
+// finds one of them set aside.
 func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [][]byte) error) error {
 	var keys [][]byte
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
@@ -1173,6 +1479,9 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 			if c, err := decodeChange(e.Key, e.Value); err != nil || c.scope&scope == 0 {
 				continue
 			}
+		}
+		if setAside(e.Value) {
+			return t.setAsideError(e.Key, e.Value)
 		}
 		keys = append(keys, bytes.Clone(e.Key))
 	}
@@ -1199,6 +1508,17 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 	return nil
 }
 
+// setAsideError returns the error of waitApplied for the change record
+// set aside at key, whose value is value.
+func (t *Table[T]) setAsideError(key, value []byte) error {
+	f, _, _ := splitFailed(value)
+	record := any(fmt.Sprintf("%q", key))
+	if pk, err := t.changePK(key); err == nil {
+		record = decodeForError(pk)
+	}
+	return wrapErrorf(ErrChangeSetAside, f.err(), "table %q, record %v, after %d failures", t.name, record, f.count)
+}
+
 // waitChunk is how many change records a look of waitApplied reads.
 const waitChunk = 256
 
@@ -1218,6 +1538,9 @@ func (t *Table[T]) stillQueued(ctx context.Context, keys [][]byte) ([][]byte, er
 		// Keep those still queued, at the end of the chunk.
 		left := n
 		for i := n - 1; i >= 0; i-- {
+			if setAside(values[i]) {
+				return keys, t.setAsideError(keys[i], values[i])
+			}
 			if values[i] != nil {
 				left--
 				keys[left] = keys[i]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -20,6 +21,12 @@ import (
 // not wrong. A finding is confirmed by reading the record again, so a write
 // that raced with the check is not reported; repairs are conditional on
 // the record being unchanged.
+//
+// A record whose only queued changes are set aside (see RunMaintainer) is
+// checked like one without: no maintainer will bring its entries up to
+// date. Repair, once it made such a record's entries exact (it found
+// nothing, or fixed all it found, in every index the maintainers keep),
+// removes those changes, conditional on them and on the record as checked.
 
 // DriftKind classifies a difference between an index table and its facts.
 type DriftKind int8
@@ -98,9 +105,15 @@ type VerifyReport struct {
 	// Drift counts the findings by kind.
 	Drift map[DriftKind]int
 	// Pending counts the records (deleted ones included) that had changes
-	// queued when the pass began; their entries are late, not drift, and
-	// are not checked.
+	// queued for the maintainers when the pass began; their entries are
+	// late, not drift, and are not checked.
 	Pending int
+	// SetAside counts the records whose queued changes were all set aside
+	// by the maintainers when the pass began; they are checked.
+	SetAside int
+	// Cleared counts the records of SetAside whose changes Repair removed,
+	// having made the record's entries exact, or saw applied.
+	Cleared int
 	// Repaired counts the findings Repair fixed.
 	Repaired int
 	// Samples lists the first findings.
@@ -121,7 +134,7 @@ func (r *VerifyReport) Total() int {
 // Verify checks the table's readable indexes against its fact table and
 // reports drift, changing nothing.
 func (t *Table[T]) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
-	return t.verify(ctx, opts, false)
+	return t.verify(ctx, opts, false, false)
 }
 
 // Repair is Verify that also fixes each finding it can: it puts missing and
@@ -129,9 +142,10 @@ func (t *Table[T]) Verify(ctx context.Context, opts VerifyOptions) (*VerifyRepor
 // their key. Unique violations are reported and left. On a store whose
 // atomicity scope is a partition, a fix that spans partitions is queued in
 // the record's partition, and Repair applies the queue as a maintainer
-// before it returns.
+// before it returns. Then it removes the changes that maintainers set
+// aside of the records it made exact (see VerifyReport.Cleared).
 func (t *Table[T]) Repair(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
-	return t.verify(ctx, opts, true)
+	return t.verify(ctx, opts, true, false)
 }
 
 type verifier[T any] struct {
@@ -141,13 +155,24 @@ type verifier[T any] struct {
 	report  *VerifyReport
 	pending map[string]bool // primary keys with queued changes
 	queued  map[string]bool // the change records of the fixes Repair queued
-	indexes []*indexTable   // the readable ones, as the pass began
+	// aside holds the change records set aside (keys and values, as
+	// read) of the records with no other, and facts their fact values as
+	// the records pass read them (absent: no record); unsettled, the
+	// records of those with a finding that Repair did not fix.
+	aside     map[string][]Entry
+	facts     map[string][]byte
+	unsettled map[string]bool
+	nameless  []Entry       // change records set aside that name no record
+	partial   bool          // some index is not checked
+	indexes   []*indexTable // the readable ones, as the pass began
 	// claims holds the unique keys found missing in this pass, each with
 	// the entry that Repair put there (nil: none).
 	claims map[string][]byte
 }
 
-func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) (*VerifyReport, error) {
+// verify is Verify, or Repair when repair is set; partial says that some
+// of the table's indexes are not among those t has.
+func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair, partial bool) (*VerifyReport, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -158,7 +183,8 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 		opts.MaxSamples = 100
 	}
 	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
-		pending: map[string]bool{}, queued: map[string]bool{}, claims: map[string][]byte{}}
+		pending: map[string]bool{}, queued: map[string]bool{}, claims: map[string][]byte{},
+		aside: map[string][]Entry{}, facts: map[string][]byte{}, unsettled: map[string]bool{}, partial: partial}
 	for _, ix := range t.indexes.load().indexes {
 		ix, c, _, err := t.readCatalog(ctx, ix.name)
 		if err != nil {
@@ -168,15 +194,9 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 			v.indexes = append(v.indexes, ix)
 		}
 	}
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
-		if err != nil {
-			return nil, err
-		}
-		if pk, err := t.changePK(e.Key); err == nil { // else the maintainers log it
-			v.pending[string(pk)] = true
-		}
+	if err := v.readQueue(ctx); err != nil {
+		return nil, err
 	}
-	v.report.Pending = len(v.pending)
 	err := v.records(ctx)
 	for _, ix := range v.indexes {
 		if err != nil {
@@ -191,7 +211,127 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair bool) 
 			err = errors.Join(err, fmt.Errorf("table %q: apply the queued repairs: %w", t.name, qerr))
 		}
 	}
+	if err == nil && repair && len(v.aside)+len(v.nameless) > 0 {
+		if err = v.clearSetAside(ctx); err != nil {
+			err = fmt.Errorf("table %q: remove the changes set aside: %w", t.name, err)
+		}
+	}
 	return v.report, err
+}
+
+// readQueue notes the records with queued changes: those with changes for
+// the maintainers are pending, those whose changes are all set aside are
+// checked.
+func (v *verifier[T]) readQueue(ctx context.Context) error {
+	t := v.t
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+		if err != nil {
+			return err
+		}
+		pk, err := t.changePK(e.Key)
+		switch {
+		case err != nil && setAside(e.Value):
+			v.nameless = append(v.nameless, Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+		case err != nil: // the maintainers log it, and set it aside in time
+		case setAside(e.Value):
+			v.aside[string(pk)] = append(v.aside[string(pk)], Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+		default:
+			v.pending[string(pk)] = true
+		}
+	}
+	for pk := range v.pending {
+		delete(v.aside, pk)
+	}
+	v.report.Pending, v.report.SetAside = len(v.pending), len(v.aside)
+	return nil
+}
+
+// clearSetAside removes the changes set aside of the records that Repair
+// made exact, if it checked every index the maintainers keep: each
+// record's in batches that expect it as the records pass read it, and the
+// changes as read. It counts in the report the records whose changes are
+// gone, by it or by a maintainer that applied them with a fix. Change
+// records set aside that name no record stand for nothing: it removes them
+// too, each conditional on its value.
+func (v *verifier[T]) clearSetAside(ctx context.Context) error {
+	t := v.t
+	for _, c := range v.nameless {
+		var b Batch
+		b.ExpectValue(c.Key, c.Value)
+		b.Delete(c.Key)
+		if err := t.store.Apply(ctx, &b); err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	checked := !v.partial
+	for _, ix := range t.indexes.load().indexes {
+		checked = checked && (!ix.maintained() || ix.unique || slices.ContainsFunc(v.indexes, func(c *indexTable) bool {
+			return c.name == ix.name && c.gen == ix.gen
+		}))
+	}
+	var keys [][]byte
+	for pk, changes := range v.aside {
+		for _, c := range changes {
+			keys = append(keys, c.Key)
+		}
+		if !checked || v.unsettled[pk] {
+			continue
+		}
+		factKey := append(bytes.Clone(t.factSpace), pk...)
+		if err := v.removeChanges(ctx, factKey, v.facts[pk], changes); err != nil {
+			return err
+		}
+	}
+	left, err := t.store.GetMany(ctx, keys, nil)
+	if err != nil {
+		return err
+	}
+	gone := map[string]bool{}
+	for i, k := range keys {
+		pk, _ := t.changePK(k)
+		if _, seen := gone[string(pk)]; !seen || left[i] != nil {
+			gone[string(pk)] = left[i] == nil
+		}
+	}
+	for _, g := range gone {
+		if g {
+			v.report.Cleared++
+		}
+	}
+	return nil
+}
+
+// removeChanges deletes changes, conditional on them and on the record at
+// factKey holding fact (nil: absent), in as few batches as the store
+// allows; it stops at a conflict.
+func (v *verifier[T]) removeChanges(ctx context.Context, factKey, fact []byte, changes []Entry) error {
+	atom := v.t.store.Atomicity()
+	for len(changes) > 0 {
+		var b Batch
+		if fact != nil {
+			b.ExpectValue(factKey, fact)
+		} else {
+			b.ExpectAbsent(factKey)
+		}
+		n := 0
+		for ; n < len(changes); n++ {
+			b.ExpectValue(changes[n].Key, changes[n].Value)
+			b.Delete(changes[n].Key)
+			if n > 0 && atom.Allows(&b) != nil {
+				b.ops = b.ops[:len(b.ops)-2]
+				break
+			}
+		}
+		err := v.t.store.Apply(ctx, &b)
+		if errors.Is(err, ErrConflict) {
+			return nil // a write or a maintainer got there first
+		}
+		if err != nil {
+			return err
+		}
+		changes = changes[n:]
+	}
+	return nil
 }
 
 // records is the first pass: each record's entries, looked up.
@@ -214,22 +354,9 @@ func (v *verifier[T]) records(ctx context.Context) error {
 		if len(facts) == 0 {
 			return nil
 		}
-		var want []entry
-		var owner [][]byte // the fact key and value of each wanted entry
-		for i := 0; i < len(facts); i += 2 {
-			pk := facts[i][len(t.factSpace):]
-			v.report.Records++
-			if v.pending[string(pk)] {
-				continue
-			}
-			es, err := t.factEntries(v.indexes, facts[i+1], pk)
-			if err != nil {
-				return err
-			}
-			for _, e := range es {
-				want = append(want, e)
-				owner = append(owner, facts[i], facts[i+1])
-			}
+		want, owner, err := v.wanted(facts)
+		if err != nil {
+			return err
 		}
 		keys := make([][]byte, len(want))
 		for i, e := range want {
@@ -290,6 +417,32 @@ func (v *verifier[T]) records(ctx context.Context) error {
 			v.opts.Progress(VerifyProgress{Phase: "records", Done: v.report.Records, Total: total})
 		}
 	}
+}
+
+// wanted returns the entries the records facts (key, value pairs) should
+// own, but those of records with pending changes, and the fact key and
+// value of each entry's record.
+func (v *verifier[T]) wanted(facts [][]byte) (want []entry, owner [][]byte, err error) {
+	t := v.t
+	for i := 0; i < len(facts); i += 2 {
+		pk := facts[i][len(t.factSpace):]
+		v.report.Records++
+		if v.pending[string(pk)] {
+			continue
+		}
+		if _, ok := v.aside[string(pk)]; ok {
+			v.facts[string(pk)] = facts[i+1]
+		}
+		es, err := t.factEntries(v.indexes, facts[i+1], pk)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range es {
+			want = append(want, e)
+			owner = append(owner, facts[i], facts[i+1])
+		}
+	}
+	return want, owner, nil
 }
 
 // ownedElsewhere reports whether the record that unique entry value held
@@ -393,6 +546,11 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 	// the fix: the fix lands in a generation the table maintains.
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
+	defer func() {
+		if !repaired { // the record's entries are not known to be exact
+			v.unsettled[string(pk)] = true
+		}
+	}()
 	if ok, err := v.confirm(ctx, ix, key, seen, pk, factKey, fact); !ok || err != nil {
 		return false, err
 	}
@@ -472,8 +630,12 @@ func (v *verifier[T]) confirm(ctx context.Context, ix *indexTable, key, seen, pk
 		if err != nil {
 			return false, err
 		}
-		if !v.queued[string(e.Key)] { // not one of this Repair's fixes
-			return false, nil // a change was queued during the pass: late, not drift
+		// Not one of this Repair's fixes, nor a change set aside as read:
+		// a change was queued during the pass; late, not drift.
+		if !v.queued[string(e.Key)] && !slices.ContainsFunc(v.aside[string(pk)], func(c Entry) bool {
+			return bytes.Equal(c.Key, e.Key) && bytes.Equal(c.Value, e.Value)
+		}) {
+			return false, nil
 		}
 	}
 	if ok, err := same(key, seen); !ok || err != nil {
@@ -531,7 +693,7 @@ func verifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 		return nil, fmt.Errorf("%w: table %q: index %q has a Key func or no definition, and a fix on this store may go through the queue: repair the table in its program",
 			ErrInvalidSchema, info.Name, skipped[0])
 	}
-	r, err := t.verify(ctx, opts, repair)
+	r, err := t.verify(ctx, opts, repair, len(skipped) > 0)
 	if r != nil {
 		r.Skipped = skipped
 	}
