@@ -517,3 +517,58 @@ func TestCostOfTheChecks(t *testing.T) {
 	t.Logf("allocations of an update: %v partitioned, %v with Azure's bounds", bare, bounded)
 	require.Equal(t, bare, bounded)
 }
+
+// TestQueuedChangeMeetsANewIndex: a write acknowledged with a key
+// that its indexes hold queues its change; an index added before the
+// maintainer runs holds the key no longer. The maintainer must still apply
+// the change (the new index's build refuses the record, as a write
+// would), or the queue holds, forever, a change that stops the record's
+// other indexes from following it.
+func TestQueuedChangeMeetsANewIndex(t *testing.T) {
+	ctx := context.Background()
+	s := limited{it.NewMemoryStore()}
+	schema := it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
+		Indexes: []it.Index[l16rec]{{Name: "eb", Fields: []string{"B"}, Consistency: it.Eventual}}}
+	tbl, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	rec := l16rec{P: "p", ID: "1", B: strings.Repeat("y", 364)}
+	_, err = tbl.Insert(ctx, rec)
+	require.NoError(t, err, "the key fits index eb")
+
+	schema.Indexes = append(schema.Indexes, it.Index[l16rec]{Name: "epb", Fields: []string{"P", "B"}, Consistency: it.Eventual})
+	tbl2, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	_, err = tbl2.Insert(ctx, l16rec{P: "p", ID: "2", B: rec.B})
+	require.ErrorIs(t, err, it.ErrInvalidKey, "the new index refuses such a key")
+
+	l16drain(t, tbl2)
+	n, err := tbl2.Count(ctx, it.Query{Index: "eb", Eq: it.Tuple{rec.B}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "index eb follows the acknowledged write")
+}
+
+// TestStuckChangeGrowsTheQueue: each maintainer pass over a change
+// it cannot apply leaves one more marker in the queue.
+func TestStuckChangeGrowsTheQueue(t *testing.T) {
+	ctx := context.Background()
+	s := limited{it.NewMemoryStore()}
+	schema := it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
+		Indexes: []it.Index[l16rec]{{Name: "eb", Fields: []string{"B"}, Consistency: it.Eventual}}}
+	tbl, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, l16rec{P: "p", ID: "1", B: strings.Repeat("y", 364)})
+	require.NoError(t, err)
+	schema.Indexes = append(schema.Indexes, it.Index[l16rec]{Name: "epb", Fields: []string{"P", "B"}, Consistency: it.Eventual})
+	tbl2, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	var pending []int
+	for range 10 {
+		_, err := tbl2.ApplyPending(ctx, it.MaintainerOptions{})
+		require.NoError(t, err)
+		lag, err := tbl2.Lag(ctx)
+		require.NoError(t, err)
+		pending = append(pending, lag.Pending)
+	}
+	t.Logf("pending after each pass: %v", pending)
+	require.LessOrEqual(t, pending[len(pending)-1], 1, "a stuck change does not grow the queue")
+}
