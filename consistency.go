@@ -36,7 +36,10 @@ import (
 // describes): replaying a change is harmless, an older change never
 // overwrites a newer one, and the queue alone is enough to resume after a
 // crash. WaitIndexed waits for the changes committed before
-// it; Lag reports how far behind the maintainers are.
+// it; Lag reports how far behind the maintainers are. A pass applies the
+// changes queued before it began, so that it ends under any write rate
+// (see pass); a change that can never be applied is set aside after a few
+// tries, in its own change record (see RunMaintainer and failure).
 //
 // The fallback rule: when a write's batch, with its synchronous entries,
 // does not fit the store's atomicity scope (Store.Atomicity; for instance a

@@ -9,7 +9,6 @@ import (
 	"iter"
 	"log/slog"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -836,9 +835,9 @@ func TestMaintainerKeepsUpUnderSustainedWrites(t *testing.T) {
 			raw := tc.open(t)
 			writer := openWith(t, raw, eventualIndexes([]it.Index[person]{indexByName("town")})...)
 			r := rand.New(rand.NewPCG(16, 5))
-			write := func() {
+			write := func() { // in the maintainer's goroutine too: no FailNow
 				_, err := writer.Upsert(ctx, person{ID: r.IntN(records), Town: towns[r.IntN(len(towns))], Score: r.Int()})
-				require.NoError(t, err)
+				assert.NoError(t, err)
 			}
 			for range 4 * records {
 				write()
@@ -1026,13 +1025,15 @@ func TestOvertakenSplitApplyTradesItsChangesForItsMarker(t *testing.T) {
 // refusingStore refuses, with ErrInvalidBatch, every batch that puts an
 // index entry with a key component equal to refused (none when empty), as
 // Azure refuses an entry key too long for it; it counts the batches it is
-// given and the lookups of several keys.
+// given, and calls giveUp, when set, at the lookup of several keys that
+// uses up lookups.
 type refusingStore struct {
 	it.Store
-	mu       sync.Mutex
-	refused  string
-	applies  int
-	getManys atomic.Int64
+	mu      sync.Mutex
+	refused string
+	applies int
+	lookups int
+	giveUp  func()
 }
 
 func (s *refusingStore) refuse(v string) {
@@ -1061,7 +1062,11 @@ func (s *refusingStore) Apply(ctx context.Context, b *it.Batch) error {
 }
 
 func (s *refusingStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]byte, error) {
-	s.getManys.Add(1)
+	s.mu.Lock()
+	if s.lookups--; s.lookups == 0 && s.giveUp != nil {
+		s.giveUp()
+	}
+	s.mu.Unlock()
 	return s.Store.GetMany(ctx, keys, dst)
 }
 
@@ -1103,9 +1108,13 @@ func TestUnappliableChangeIsSetAside(t *testing.T) {
 			require.NoError(t, err)
 
 			// A WaitIndexed under way returns once the change is set
-			// aside; it would poll for ever (many lookups) if not.
+			// aside; it would poll for ever if not, and is stopped after
+			// many lookups.
 			wait, giveUp := context.WithCancel(ctx)
 			defer giveUp()
+			s.mu.Lock()
+			s.lookups, s.giveUp = 10_000, giveUp
+			s.mu.Unlock()
 			waited := make(chan error, 1)
 			go func() { waited <- tbl.WaitIndexed(wait) }()
 
@@ -1131,13 +1140,6 @@ func TestUnappliableChangeIsSetAside(t *testing.T) {
 			require.Equal(t, 1, strings.Count(logged.String(), "set aside"), logged.String())
 			require.Equal(t, 4, count(it.Query{Index: "town", Eq: it.Tuple{"R"}}))
 
-			base := s.getManys.Load()
-			go func() {
-				for s.getManys.Load() < base+1000 && wait.Err() == nil {
-					runtime.Gosched()
-				}
-				giveUp()
-			}()
 			err = <-waited
 			require.ErrorIs(t, err, it.ErrChangeSetAside)
 			require.ErrorIs(t, err, it.ErrInvalidBatch)
