@@ -228,14 +228,7 @@ func TestBuildAddsUniqueKeysPastADelete(t *testing.T) {
 		rec = next
 	}
 	// Grow one at a time to the last key a delete can free.
-	for {
-		next := rec
-		next.Uniq = append(append([]string(nil), rec.Uniq...), fmt.Sprintf("z%03d", len(rec.Uniq)))
-		if _, err := tbl.Update(ctx, next); err != nil {
-			break
-		}
-		rec = next
-	}
+	rec = l16grow(t, tbl, rec)
 	t.Logf("the record holds %d unique keys", len(rec.Uniq))
 	l16drain(t, tbl)
 
@@ -248,6 +241,20 @@ func TestBuildAddsUniqueKeysPastADelete(t *testing.T) {
 		t.Logf("build refused: %v", err)
 	}
 	require.NoError(t, tbl.Delete(ctx, it.Tuple{rec.P, rec.ID}), "a record acknowledged before the build stays deletable")
+}
+
+// l16grow adds unique keys to rec, one acknowledged update at a time, until
+// the table refuses one more, and returns the record as last written.
+func l16grow(t *testing.T, tbl *it.Table[l16rec], rec l16rec) l16rec {
+	t.Helper()
+	for {
+		next := rec
+		next.Uniq = append(append([]string(nil), rec.Uniq...), fmt.Sprintf("z%03d", len(rec.Uniq)))
+		if _, err := tbl.Update(context.Background(), next); err != nil {
+			return rec
+		}
+		rec = next
+	}
 }
 
 // TestRebuildOfAUniqueIndexAtItsBound: a record's unique keys
@@ -267,14 +274,7 @@ func TestRebuildOfAUniqueIndexAtItsBound(t *testing.T) {
 	rec := l16rec{P: "p", ID: "1", Uniq: l16tags("k", 0, 40)}
 	_, err = tbl.Insert(ctx, rec)
 	require.NoError(t, err)
-	for {
-		next := rec
-		next.Uniq = append(append([]string(nil), rec.Uniq...), fmt.Sprintf("z%03d", len(rec.Uniq)))
-		if _, err := tbl.Update(ctx, next); err != nil {
-			break
-		}
-		rec = next
-	}
+	rec = l16grow(t, tbl, rec)
 	t.Logf("the record holds %d unique keys", len(rec.Uniq))
 
 	schema.Indexes = []it.Index[l16rec]{{Name: "uniq", Fields: []string{"P", "Uniq"}, MultiValued: true, Unique: true, Version: 2}}

@@ -420,29 +420,7 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 	if err != nil {
 		return err
 	}
-	// A batch whose only expectations are that keys it puts are absent
-	// needs no reads either: those puts become inserts (Add), which fail
-	// the transaction when a key exists.
-	puts, adds := map[string]bool{}, map[string]bool{}
-	for _, op := range ops {
-		if op.Kind == indextable.OpPut {
-			puts[string(op.Key)] = true
-		}
-	}
-	blind := true
-	for _, op := range ops {
-		switch op.Kind {
-		case indextable.OpPut:
-		case indextable.OpExpectAbsent:
-			adds[string(op.Key)] = true
-			blind = blind && puts[string(op.Key)]
-		default:
-			blind = false
-		}
-	}
-	if !blind {
-		clear(adds)
-	}
+	adds, blind := inserts(ops)
 	actions := make([]aztables.TransactionAction, 0, len(ops)+1)
 	var g *guard
 	if !blind {
@@ -517,6 +495,33 @@ func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
 		return fmt.Errorf("azstore: %w: a key the batch expects absent exists", indextable.ErrConflict)
 	}
 	return errOvertaken
+}
+
+// inserts reports whether ops is blind, a batch whose only expectations
+// are that keys it puts are absent, which needs no reads: those puts
+// become inserts (Add), which fail the transaction when a key exists. It
+// returns their keys (none when ops is not blind).
+func inserts(ops []indextable.Op) (adds map[string]bool, blind bool) {
+	puts := map[string]bool{}
+	for _, op := range ops {
+		if op.Kind == indextable.OpPut {
+			puts[string(op.Key)] = true
+		}
+	}
+	adds = map[string]bool{}
+	for _, op := range ops {
+		switch op.Kind {
+		case indextable.OpPut:
+		case indextable.OpExpectAbsent:
+			if !puts[string(op.Key)] {
+				return map[string]bool{}, false
+			}
+			adds[string(op.Key)] = true
+		default:
+			return map[string]bool{}, false
+		}
+	}
+	return adds, true
 }
 
 // guard is a partition's guard as read.
