@@ -2,9 +2,7 @@ package indextable
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -83,13 +81,6 @@ type indexTable struct {
 	sparse      bool
 	use         *usageCounters // shared by every generation and state of the index
 	def         []byte         // the encoded IndexDefinition, for the catalog
-}
-
-// entry is one index entry.
-type entry struct {
-	ix    *indexTable
-	key   []byte
-	value []byte
 }
 
 func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTable, error) {
@@ -430,128 +421,4 @@ func (ix *indexTable) with(tablePrefix []byte, gen int64, state IndexState) *ind
 	c.place(tablePrefix, gen)
 	c.state = state
 	return &c
-}
-
-// entries returns the entries of record rv in indexes.
-func entries(indexes []*indexTable, rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
-	if len(indexes) == 0 {
-		return nil, nil
-	}
-	// One allocation holds every index's key-building scratch: each its own
-	// capacity-bounded piece, so that a key that outgrows its piece moves
-	// rather than overwriting the next.
-	size := 0
-	for _, ix := range indexes {
-		size += len(ix.prefix) + len(pk) + entryKeyRoom
-	}
-	out := make([]entry, 0, len(indexes))
-	buf := make([]byte, size)
-	for _, ix := range indexes {
-		c0 := len(ix.prefix) + len(pk) + entryKeyRoom
-		var err error
-		if out, err = ix.appendEntries(out, rv, pk, payload, c, buf[:0:c0]); err != nil {
-			return nil, err
-		}
-		buf = buf[c0:]
-	}
-	return out, nil
-}
-
-// entryKeyRoom is the room an entry key's scratch leaves for the key's own
-// fields, beyond the index prefix and the primary key.
-const entryKeyRoom = 48
-
-// planEntries adds to b the index changes that turn the entries in old
-// into those in new: deletes for entries that went, puts for entries that
-// came or changed. A unique entry that comes is checked against the store
-// and guarded by an expectation that it is still absent when b applies.
-func planEntries(ctx context.Context, s Store, b *Batch, old, new []entry) error {
-	for _, o := range old {
-		if findEntry(new, o.key) >= 0 {
-			continue
-		}
-		if o.ix.unique && o.ix.state != IndexReadable {
-			// While a unique index is built, another record may hold a key
-			// this one had before the build reached it: leave it that one.
-			// An entry not there yet may be put by the build before b
-			// applies: b expects it absent, and a retry deletes it.
-			held, err := s.Get(ctx, o.key)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				b.ExpectAbsent(o.key)
-				continue
-			case err != nil:
-				return err
-			}
-			b.ExpectValue(o.key, held)
-			if !sameOwner(o.ix, o.key, held, o.value) {
-				continue
-			}
-		}
-		b.Delete(o.key)
-	}
-	for _, n := range new {
-		i := findEntry(old, n.key)
-		if i >= 0 && bytes.Equal(old[i].value, n.value) {
-			continue
-		}
-		// A unique key is checked when it comes and, while the index is
-		// built, when its entry changes: another record may have taken it
-		// before the build reached this one.
-		if n.ix.unique && (i < 0 || n.ix.state != IndexReadable) {
-			if err := guardUnique(ctx, s, b, n); err != nil {
-				return err
-			}
-		}
-		b.Put(n.key, n.value)
-	}
-	return nil
-}
-
-// guardUnique adds to b the expectation that keeps the key of unique entry
-// e free, or held by e's own record, until b applies; or returns the
-// violation when another record holds it.
-func guardUnique(ctx context.Context, s Store, b *Batch, e entry) error {
-	held, err := s.Get(ctx, e.key)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		b.ExpectAbsent(e.key)
-	case err != nil:
-		return err
-	case !sameOwner(e.ix, e.key, held, e.value):
-		return uniqueViolation(e.ix, e.key, held)
-	default: // a leftover entry of this very record
-		b.ExpectValue(e.key, held)
-	}
-	return nil
-}
-
-// sameOwner reports whether two values of the unique entry key name the
-// same record.
-func sameOwner(ix *indexTable, key, a, b []byte) bool {
-	pa, _, errA := ix.splitEntry(key, a, 0)
-	pb, _, errB := ix.splitEntry(key, b, 0)
-	return errA == nil && errB == nil && bytes.Equal(pa, pb)
-}
-
-func uniqueViolation(ix *indexTable, key, held []byte) error {
-	k, err := DecodeTuple(key[len(ix.prefix):])
-	if err != nil {
-		return fmt.Errorf("%w: index %q", ErrUniqueViolation, ix.name)
-	}
-	pk, _, err := ix.splitEntry(key, held, 0)
-	if err != nil {
-		return fmt.Errorf("%w: index %q: key %v is taken", ErrUniqueViolation, ix.name, k)
-	}
-	owner, _ := DecodeTuple(pk)
-	return fmt.Errorf("%w: index %q: key %v is taken by record %v", ErrUniqueViolation, ix.name, k, owner)
-}
-
-func findEntry(list []entry, key []byte) int {
-	for i := range list {
-		if bytes.Equal(list[i].key, key) {
-			return i
-		}
-	}
-	return -1
 }

@@ -1,0 +1,204 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+)
+
+// OpKind is the kind of one batch operation.
+type OpKind uint8
+
+// Batch operation kinds.
+const (
+	// OpPut stores Value under Key.
+	OpPut OpKind = iota + 1
+	// OpDelete removes Key; deleting an absent key is not an error.
+	OpDelete
+	// OpExpectValue requires Key to hold exactly Value when the batch applies.
+	OpExpectValue
+	// OpExpectAbsent requires Key to be absent when the batch applies.
+	OpExpectAbsent
+)
+
+// String names the kind.
+func (k OpKind) String() string {
+	switch k {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	case OpExpectValue:
+		return "expect-value"
+	case OpExpectAbsent:
+		return "expect-absent"
+	}
+	return fmt.Sprintf("OpKind(%d)", uint8(k))
+}
+
+// Op is one operation of a Batch.
+type Op struct {
+	Kind  OpKind // what the operation does
+	Key   []byte // the key it writes or checks
+	Value []byte // the value it puts or expects
+}
+
+// IsWrite reports whether the operation changes the store.
+func (o Op) IsWrite() bool { return o.Kind == OpPut || o.Kind == OpDelete }
+
+// Batch is an ordered list of writes and expectations that a Store applies
+// atomically. Expectations are checked before any write, so an expectation
+// and a write may name the same key (compare-and-set); no key may be written
+// twice. A Batch does not copy keys or values: leave them unmodified until
+// Apply returns. A nil *Batch reads as an empty one.
+type Batch struct {
+	ops []Op
+}
+
+// Put adds a write of value under key.
+func (b *Batch) Put(key, value []byte) { b.ops = append(b.ops, Op{OpPut, key, value}) }
+
+// Delete adds the removal of key.
+func (b *Batch) Delete(key []byte) { b.ops = append(b.ops, Op{Kind: OpDelete, Key: key}) }
+
+// ExpectValue adds the condition that key holds exactly value.
+func (b *Batch) ExpectValue(key, value []byte) {
+	b.ops = append(b.ops, Op{OpExpectValue, key, value})
+}
+
+// ExpectAbsent adds the condition that key is absent.
+func (b *Batch) ExpectAbsent(key []byte) { b.ops = append(b.ops, Op{Kind: OpExpectAbsent, Key: key}) }
+
+// Ops returns the operations in the order they were added. The slice is the
+// batch's own; do not modify it.
+func (b *Batch) Ops() []Op {
+	if b == nil {
+		return nil
+	}
+	return b.ops
+}
+
+// Len returns the number of operations.
+func (b *Batch) Len() int { return len(b.Ops()) }
+
+// Reset empties the batch for reuse.
+func (b *Batch) Reset() { b.ops = b.ops[:0] }
+
+// CheckExpectation reports whether expectation op holds while its key holds
+// current (nil when the key is absent, non-nil when present, even empty):
+// nil, or an error wrapping ErrConflict that names the key. Stores call it
+// for the OpExpectValue and OpExpectAbsent operations of a batch.
+func CheckExpectation(op Op, current []byte) error {
+	switch {
+	case op.Kind == OpExpectAbsent && current != nil:
+		return fmt.Errorf("%w: key %q is present", ErrConflict, op.Key)
+	case op.Kind == OpExpectValue && (current == nil || !bytes.Equal(current, op.Value)):
+		return fmt.Errorf("%w: key %q does not hold the expected value", ErrConflict, op.Key)
+	}
+	return nil
+}
+
+// CheckBatch validates b for any Store: it reports an error wrapping
+// ErrInvalidBatch for an unknown operation kind or a key written twice.
+// Stores call it at the start of Apply.
+func CheckBatch(b *Batch) error {
+	ops := b.Ops()
+	var seen map[string]struct{}
+	if len(ops) > 8 {
+		seen = make(map[string]struct{}, len(ops))
+	}
+	for i, op := range ops {
+		switch op.Kind {
+		case OpPut, OpDelete:
+		case OpExpectValue, OpExpectAbsent:
+			continue
+		default:
+			return fmt.Errorf("%w: operation %d has unknown kind %v", ErrInvalidBatch, i, op.Kind)
+		}
+		dup := false
+		if seen != nil {
+			_, dup = seen[string(op.Key)]
+			seen[string(op.Key)] = struct{}{}
+		} else {
+			for _, prev := range ops[:i] {
+				if prev.IsWrite() && bytes.Equal(prev.Key, op.Key) {
+					dup = true
+					break
+				}
+			}
+		}
+		if dup {
+			return fmt.Errorf("%w: key %q written twice", ErrInvalidBatch, op.Key)
+		}
+	}
+	return nil
+}
+
+// deleteChunk is how many keys deleteRange and the builders handle in one
+// batch.
+const deleteChunk = 512
+
+// deleteRange deletes the keys in [start, end) in batches.
+func deleteRange(ctx context.Context, s Store, start, end []byte) error {
+	for {
+		var b Batch
+		for e, err := range s.Scan(ctx, ScanRange{Start: start, End: end, Limit: deleteChunk}) {
+			if err != nil {
+				return err
+			}
+			b.Delete(bytes.Clone(e.Key))
+		}
+		if b.Len() == 0 {
+			return nil
+		}
+		if err := applyInPieces(ctx, s, &b, nil); err != nil {
+			return err
+		}
+	}
+}
+
+// applyInPieces applies b in as few batches as the store's atomicity scope
+// allows, splitting it where it must. Only for writes without expectations
+// whose every subset leaves nothing a retry cannot finish: deletes of dead
+// entries, and index mutations that a pending change will apply again.
+// When before is set, it is called before each piece, and an error it
+// returns stops the pieces.
+func applyInPieces(ctx context.Context, s Store, b *Batch, before func() error) error {
+	if s.Atomicity().Allows(b) == nil || b.Len() <= 1 {
+		if before != nil {
+			if err := before(); err != nil {
+				return err
+			}
+		}
+		return s.Apply(ctx, b)
+	}
+	ops := b.Ops()
+	if part := s.Atomicity().Partition; part != nil {
+		// One piece per partition first (neighbouring keys may lie in
+		// different partitions, as on a ShardedStore), then halves.
+		var order []string
+		groups := map[string][]Op{}
+		for _, op := range ops {
+			p := string(part(op.Key))
+			if _, ok := groups[p]; !ok {
+				order = append(order, p)
+			}
+			groups[p] = append(groups[p], op)
+		}
+		if len(order) > 1 {
+			for _, p := range order {
+				if err := applyInPieces(ctx, s, &Batch{ops: groups[p]}, before); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	half := len(ops) / 2
+	for _, part := range [][]Op{ops[:half], ops[half:]} {
+		if err := applyInPieces(ctx, s, &Batch{ops: part}, before); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// changeGroup is the pending changes of one record.
+type changeGroup struct {
+	pk      []byte
+	changes []change // oldest first; planGroup may keep only the oldest
+	all     []change // every change of the group, as read
+	factKey []byte
+	fact    []byte        // the record as read; nil: none
+	ops     []Op          // the batch that applies them: guard, then mutations
+	guard   int           // ops[:guard] expect the record and remove the changes
+	split   bool          // the index mutations do not fit one batch with the rest
+	marker  Op            // when split: the marker applySplit writes first
+	planned error         // why the changes cannot be planned, if they cannot
+	done    bool          // applied
+	want    []*indexTable // the indexes the changes' entries are of
+	written []change      // the markers its failed tries wrote
+}
+
+// sortByAge orders g's changes by when they were queued, oldest first:
+// when not all of them fit one batch, the oldest go first, and no change
+// is passed over for ever by younger ones (their IDs are random).
+func (g *changeGroup) sortByAge() {
+	slices.SortStableFunc(g.changes, func(a, b change) int { return a.enqueued.Compare(b.enqueued) })
+}
+
+// changesRecord reports whether g's changes touch a record that existed
+// before them (an update or a delete, not a new record): whether the first
+// of them to be queued had a record before it.
+func (g *changeGroup) changesRecord() bool {
+	if len(g.changes) == 0 {
+		return false
+	}
+	first := slices.MinFunc(g.changes, func(a, b change) int { return a.enqueued.Compare(b.enqueued) })
+	return first.before != nil
+}
+
+// planGroup computes the batch that applies the changes of g to the record
+// at g.factKey, whose value is g.fact (nil: deleted), or sets g.planned to
+// why it cannot. The batch expects the record as read and every change
+// record, deletes the change records, and makes the index mutations: the
+// expectations and deletions first, the mutations after them, for
+// applySplit. When the batch does not fit the atomicity scope atom, g is
+// marked split, and its changes are cut to the oldest that applySplit's
+// guard can remove in one batch; the rest wait for the next pass, which
+// is safe: each pass deletes the entries of the versions its changes name
+// and puts those of the record as it is.
+func (t *Table[T]) planGroup(view *indexView, g *changeGroup, atom Atomicity) {
+	g.ops = nil
+	g.planned = t.planOps(view, g, atom)
+}
+
+// planOps is planGroup's work: it returns why the changes cannot be
+// planned, if they cannot.
+func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) error {
+	fact := g.fact
+	for {
+		if err := t.planChanges(view, g, g.factKey, fact); err != nil {
+			return err
+		}
+		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
+		if !g.split {
+			return nil
+		}
+		// The marker holds the record as read: it must clean up after
+		// every index the group's changes touch.
+		scope := byte(0)
+		for _, c := range g.changes {
+			scope |= c.scope
+		}
+		if scope&scopeIndex != 0 {
+			scope = scope&^scopeIndex | scopeAll
+		}
+		key, value := t.changeRecord(g.pk, fact, fact != nil, scope)
+		g.marker = Op{Kind: OpPut, Key: key, Value: value}
+		err := atom.Allows(&Batch{ops: splitGuard(g)})
+		if err == nil {
+			return nil
+		}
+		if len(g.changes) == 1 {
+			return fmt.Errorf("one change of the record does not fit the store's atomicity scope: %w", err)
+		}
+		g.changes = g.changes[:len(g.changes)/2]
+	}
+}
+
+// splitGuard returns the last batch of applySplit: g's guard, and the
+// removal of its marker.
+func splitGuard(g *changeGroup) []Op {
+	return append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: g.marker.Key, Value: g.marker.Value}, Op{Kind: OpDelete, Key: g.marker.Key})
+}
+
+// wantedBy returns the indexes that changes leave to the maintainer.
+func wantedBy(view *indexView, changes []change) []*indexTable {
+	scope := byte(0)
+	var named []*indexTable // by changes of Build and Repair
+	for _, c := range changes {
+		scope |= c.scope
+		if c.scope&scopeIndex != 0 {
+			if ix := view.owner(c.before); ix != nil {
+				named = append(named, ix)
+			}
+		}
+	}
+	return view.filter(func(ix *indexTable) bool {
+		return ix.maintained() && !ix.unique &&
+			(ix.eventual || scope&scopeAll != 0 || scope&scopeInter != 0 && !ix.intra || slices.Contains(named, ix))
+	})
+}
+
+func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []byte) error {
+	want := wantedBy(view, g.changes)
+	if !slices.Equal(want, g.want) {
+		// The earlier versions' entries, kept for another try, are of
+		// other indexes.
+		for i := range g.changes {
+			g.changes[i].entries, g.changes[i].held = nil, false
+		}
+		g.want = want
+	}
+	ops := make([]Op, 0, 1+2*len(g.changes)+8)
+	if fact == nil {
+		ops = append(ops, Op{Kind: OpExpectAbsent, Key: factKey})
+	} else {
+		ops = append(ops, Op{Kind: OpExpectValue, Key: factKey, Value: fact})
+	}
+	for _, c := range g.changes {
+		ops = append(ops, Op{Kind: OpExpectValue, Key: c.key, Value: c.value}, Op{Kind: OpDelete, Key: c.key})
+	}
+	g.guard = len(ops)
+	var current []entry
+	if fact != nil {
+		var err error
+		if current, err = t.factEntries(want, fact, g.pk); err != nil {
+			return err
+		}
+	}
+	// Delete the entries of every earlier version that the current one
+	// lacks; put the current entries, except those that every earlier
+	// version had as they are (the index holds them already).
+	var before [][]entry
+	var deleted [][]byte
+	for i := range g.changes {
+		c := &g.changes[i]
+		if c.scope&scopeIndex != 0 {
+			// A stray entry key, longer than its index's prefix.
+			ix := view.owner(c.before)
+			if ix != nil && ix.maintained() && len(c.before) > len(ix.prefix) &&
+				findEntry(current, c.before) < 0 && !containsKey(deleted, c.before) {
+				deleted = append(deleted, c.before)
+				ops = append(ops, Op{Kind: OpDelete, Key: c.before})
+			}
+			before = append(before, nil)
+			continue
+		}
+		if c.before == nil {
+			before = append(before, nil)
+			continue
+		}
+		if !c.held {
+			es, err := t.factEntries(want, c.before, g.pk)
+			if err != nil {
+				return err
+			}
+			c.entries, c.held = es, true
+		}
+		before = append(before, c.entries)
+	}
+	for _, es := range before {
+		for _, e := range es {
+			if findEntry(current, e.key) < 0 && !containsKey(deleted, e.key) {
+				deleted = append(deleted, e.key)
+				ops = append(ops, Op{Kind: OpDelete, Key: e.key})
+			}
+		}
+	}
+	for _, e := range current {
+		held := true
+		for _, es := range before {
+			i := findEntry(es, e.key)
+			held = held && i >= 0 && bytes.Equal(es[i].value, e.value)
+		}
+		if !held {
+			ops = append(ops, Op{Kind: OpPut, Key: e.key, Value: e.value})
+		}
+	}
+	g.ops = ops
+	return nil
+}
+
+// applySplit applies the changes of one record whose index mutations do not
+// fit one batch with its change records, in three steps:
+//
+//  1. a marker, a change record whose earlier version is the record as
+//     read, in one batch that expects the record unchanged;
+//  2. the mutations, in pieces the store allows;
+//  3. the removal of the change records and the marker, in one batch that
+//     expects the record unchanged.
+//
+// A crash before step 3 leaves the change records, and the next pass
+// applies the mutations again. A write after step 1 (synchronous ones
+// included, which queue nothing) makes step 3 conflict: then the marker
+// stays, so the next pass deletes what step 2 put for the version it read,
+// and only the change records go. The marker stands for them: step 2
+// deleted the entries of the versions they name, but the one it read. So a
+// record under constant writes trades its changes for one marker, and
+// none of them waits for a pass without a write.
+//
+// It returns nil when the change records are removed, errOvertaken when a
+// write overtook step 1, which wrote nothing, and errChangesMoved when the
+// change records changed.
+func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) error {
+	// g.ops[0] expects the record as read.
+	err := t.store.Apply(ctx, &Batch{ops: []Op{g.ops[0], g.marker}})
+	if errors.Is(err, ErrConflict) {
+		return errOvertaken
+	}
+	if err != nil {
+		return err
+	}
+	marker, _ := decodeChange(g.marker.Key, g.marker.Value) // as encoded
+	g.written = append(g.written, marker)                   // until the changes go
+	// The pieces go only while the lease is surely held.
+	hold := func() error { return t.holdLease(ctx, l, o) }
+	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
+		return err
+	}
+	view.noteMutations(g.ops[g.guard:], g.changesRecord())
+	err = t.store.Apply(ctx, &Batch{ops: splitGuard(g)})
+	if errors.Is(err, ErrConflict) {
+		err = t.store.Apply(ctx, &Batch{ops: g.ops[1:g.guard]})
+		if errors.Is(err, ErrConflict) {
+			err = errChangesMoved
+		}
+	}
+	if err == nil || errors.Is(err, errChangesMoved) {
+		g.written = g.written[:len(g.written)-1]
+	}
+	return err
+}

@@ -1,0 +1,518 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+)
+
+// bounded reports whether a store's atomicity scope may refuse a batch.
+func bounded(a Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }
+
+// commit applies b, a write planned by a table. When b does not fit the
+// store's atomicity scope, fallback rebuilds it as a write of the fact
+// record and its change record alone (see the fallback rule above), or
+// returns an error.
+func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error {
+	if err := s.Atomicity().Allows(b); err != nil {
+		if err := fallback(); err != nil {
+			return err
+		}
+		if err := s.Atomicity().Allows(worstGuard(b)); err != nil {
+			return fmt.Errorf("the record and its change record do not fit the store's atomicity scope, with room for a maintainer to apply them: %w", err)
+		}
+	}
+	return s.Apply(ctx, b)
+}
+
+// worstGuard returns the largest batch a maintainer may need to apply the
+// change that b, a fallback write, queues: applySplit's last batch, which
+// expects the record and removes its change record and a marker holding a
+// copy of it. b starts with the record's guard and its write, and ends
+// with its change record (entries in the record's partition may come
+// between).
+func worstGuard(b *Batch) *Batch {
+	ops := b.Ops()
+	record, change := ops[1], ops[len(ops)-1]
+	marker := Op{Kind: OpPut, Key: change.Key, Value: append(make([]byte, 3+binary.MaxVarintLen64), record.Value...)}
+	return &Batch{ops: []Op{
+		{Kind: OpExpectValue, Key: record.Key, Value: record.Value},
+		{Kind: OpExpectValue, Key: change.Key, Value: change.Value}, {Kind: OpDelete, Key: change.Key},
+		{Kind: OpExpectValue, Key: marker.Key, Value: marker.Value}, {Kind: OpDelete, Key: marker.Key},
+	}}
+}
+
+// maxAttempts bounds the retries of a write whose read was overtaken by a
+// concurrent write to the same record or unique key.
+const maxAttempts = 64
+
+// WriteOption refines a write.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	ifVersion Version // 0: unconditional
+	badOption error   // an option that cannot apply
+}
+
+// parseWriteOptions applies opts, refusing a nil one: it may have been meant
+// as a condition.
+func parseWriteOptions(opts []WriteOption) (writeOptions, error) {
+	var o writeOptions
+	for i, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("%w: write option %d is nil", ErrInvalidArgument, i)
+		}
+		opt(&o)
+	}
+	return o, o.badOption
+}
+
+// IfVersion makes an Update or Delete conditional: it applies only if the
+// record's version is still v (as read by GetVersioned or returned by the
+// last write) and otherwise returns an error wrapping ErrConflict. No
+// record has version 0: IfVersion(0), a version never read, is refused with
+// ErrInvalidArgument rather than taken as no condition.
+func IfVersion(v Version) WriteOption {
+	return func(o *writeOptions) {
+		o.ifVersion = v
+		if v == 0 { // no record has it: a version never read
+			o.badOption = fmt.Errorf("%w: IfVersion(0): no record has version 0", ErrInvalidArgument)
+		}
+	}
+}
+
+type writeKind uint8
+
+// Insert adds rec, which must have a primary key not yet in the table
+// (ErrExists otherwise), and returns its version.
+func (t *Table[T]) Insert(ctx context.Context, rec T) (Version, error) {
+	return t.writeRecord(ctx, writeInsert, rec, nil)
+}
+
+// Upsert adds rec or replaces the record with its primary key, and returns
+// the new version.
+func (t *Table[T]) Upsert(ctx context.Context, rec T) (Version, error) {
+	return t.writeRecord(ctx, writeUpsert, rec, nil)
+}
+
+// Update replaces the record with rec's primary key, which must exist
+// (ErrNotFound otherwise), and returns the new version.
+func (t *Table[T]) Update(ctx context.Context, rec T, opts ...WriteOption) (Version, error) {
+	return t.writeRecord(ctx, writeUpdate, rec, opts)
+}
+
+// Delete removes the record with primary key pk and its index entries; it
+// returns an error wrapping ErrNotFound if there is none.
+func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) error {
+	o, err := parseWriteOptions(opts)
+	if err == nil {
+		err = checkContext(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	w := t.newWriteBuffers()
+	defer t.freeWriteBuffers(w)
+	key, err := t.factKeyOf(w.key[:0], pk)
+	w.key = key
+	if err != nil {
+		return err
+	}
+	t.indexes.drain.RLock()
+	defer t.indexes.drain.RUnlock()
+	_, err = t.write(ctx, t.indexes.load(), writeDelete, key, nil, nil, o, &w.ops)
+	return err
+}
+
+// writeBuffers are the buffers of one write, kept in the table's pool for
+// the next. The encoded record is not among them: the decoded copy of it,
+// which index keys are computed from, shares its memory.
+type writeBuffers[T any] struct {
+	rec, stored    T
+	key, storedKey []byte
+	ops            []Op
+}
+
+func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {
+	if w, ok := t.writers.Get().(*writeBuffers[T]); ok {
+		return w
+	}
+	return new(writeBuffers[T])
+}
+
+// freeWriteBuffers returns w to the pool, holding nothing of the write.
+func (t *Table[T]) freeWriteBuffers(w *writeBuffers[T]) {
+	if cap(w.ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 {
+		return
+	}
+	var zero T
+	w.rec, w.stored = zero, zero
+	clear(w.ops[:cap(w.ops)])
+	w.ops = w.ops[:0]
+	t.writers.Put(w)
+}
+
+// writeRecord encodes rec and writes it. Its primary key and index entries
+// are taken from the record as the codec stores it, as they are again when
+// the record is next written or deleted, so what the codec does not keep
+// (a field tagged json:"-", say) cannot leave entries behind.
+func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts []WriteOption) (Version, error) {
+	o, err := parseWriteOptions(opts)
+	if err == nil {
+		err = checkContext(ctx)
+	}
+	if err != nil {
+		return 0, err
+	}
+	// The write plans against one view, which no lifecycle change replaces
+	// until it has committed.
+	t.indexes.drain.RLock()
+	defer t.indexes.drain.RUnlock()
+	view := t.indexes.load()
+	w := t.newWriteBuffers()
+	defer t.freeWriteBuffers(w)
+	w.rec = rec
+	factKey, err := t.factKey(w.key[:0], reflect.ValueOf(&w.rec).Elem())
+	if err != nil {
+		return 0, err
+	}
+	w.key = factKey
+	fact, err := appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), &w.rec)
+	if err != nil {
+		return 0, fmt.Errorf("table %q: encode record: %w", t.name, err)
+	}
+	payload := fact[binary.MaxVarintLen64:]
+	if err := t.decodeKept(payload, &w.stored); err != nil {
+		return 0, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
+	}
+	sv := reflect.ValueOf(&w.stored).Elem()
+	storedKey, err := t.factKey(w.storedKey[:0], sv)
+	w.storedKey = storedKey
+	if err != nil || !bytes.Equal(storedKey, factKey) {
+		return 0, fmt.Errorf("%w: table %q: primary key %v does not survive the codec (stored as %v)",
+			ErrInvalidKey, t.name, decodeForError(factKey[len(t.factSpace):]), decodeForError(storedKey[len(t.factSpace):]))
+	}
+	entries, err := entries(view.sync, sv, factKey[len(t.factSpace):], payload, t.codec)
+	if err != nil {
+		return 0, fmt.Errorf("table %q: %w", t.name, err)
+	}
+	if err := t.checkLimits(view, sv, factKey[len(t.factSpace):], fact, entries); err != nil {
+		return 0, err
+	}
+	return t.write(ctx, view, kind, factKey, fact, entries, o, &w.ops)
+}
+
+// factKey appends to dst the fact table key of the record rv.
+func (t *Table[T]) factKey(dst []byte, rv reflect.Value) ([]byte, error) {
+	key := append(dst, t.factSpace...)
+	for i := range t.pk {
+		fv := t.pk[i].get(rv)
+		if !fv.IsValid() {
+			return key, fmt.Errorf("%w: primary key field %q is unreachable (nil embedded pointer)", ErrInvalidKey, t.pk[i].name)
+		}
+		key = appendKeyValue(key, fv)
+	}
+	return key, nil
+}
+
+// write makes one record change, planned against view: it reads the
+// current record, and commits a batch that replaces it with fact
+// (binary.MaxVarintLen64 bytes for the version, then the payload) and its
+// index entries newEntries, or deletes it when fact is nil, conditional on
+// the current record being unchanged; it retries when a concurrent write
+// got there first.
+func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, factKey, fact []byte, newEntries []entry, o writeOptions, ops *[]Op) (Version, error) {
+	pk := factKey[len(t.factSpace):]
+	queueing := view.queueing
+	n := 2 + 2*len(newEntries) // the record, its guard, the entries and theirs
+	if queueing {
+		n++ // a change record
+	}
+	b := Batch{ops: slices.Grow((*ops)[:0], n)}
+	defer func() { *ops = b.ops }()
+	for attempt := 1; ; attempt++ {
+		// An insert first takes the record to be absent, blind, which its
+		// batch expects: a new record (the usual case) is not read twice.
+		// A blind attempt that fails without writing (a taken key, say) is
+		// decided by one that reads the record, so errors come in the same
+		// order as if it had read.
+		blind := kind == writeInsert && attempt == 1
+		var oldValue []byte
+		exists := false
+		if !blind {
+			v, err := t.store.Get(ctx, factKey)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return 0, err
+			}
+			oldValue, exists = v, err == nil
+		}
+		var oldVersion Version
+		var oldEntries []entry
+		if exists {
+			v, oldPayload, err := splitFact(oldValue)
+			if err != nil {
+				return 0, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
+			}
+			oldVersion = v
+			if oldEntries, err = t.entriesOf(view.sync, oldPayload, pk); err != nil {
+				return 0, err
+			}
+		}
+		switch {
+		case kind == writeInsert && exists:
+			return 0, fmt.Errorf("%w: table %q, primary key %v", ErrExists, t.name, decodeForError(pk))
+		case (kind == writeUpdate || kind == writeDelete) && !exists:
+			return 0, fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, decodeForError(pk))
+		case o.ifVersion != 0 && o.ifVersion != oldVersion:
+			return 0, fmt.Errorf("%w: table %q, primary key %v is at version %d, not %d", ErrConflict, t.name, decodeForError(pk), oldVersion, o.ifVersion)
+		}
+
+		version := oldVersion + 1
+		if !exists {
+			version = newIncarnation()
+		}
+		if fact == nil {
+			version = 0
+		}
+		a := writeAttempt{b: &b, factKey: factKey, pk: pk, fact: fact, version: version, oldValue: oldValue, exists: exists}
+		queued := queueing
+		if queued {
+			t.startBatch(&a, scopeEventual)
+		} else {
+			t.startBatch(&a, 0)
+		}
+		if err := planEntries(ctx, t.store, &b, oldEntries, newEntries); err != nil {
+			if blind {
+				continue
+			}
+			return 0, fmt.Errorf("table %q: %w", t.name, err)
+		}
+		err := commit(ctx, t.store, &b, func() error {
+			queued = true
+			return t.fallback(ctx, &a, oldEntries, newEntries)
+		})
+		if err == nil {
+			t.writes.Add(1)
+			view.noteMutations(b.ops, exists)
+			if queued {
+				select {
+				case t.wake <- struct{}{}:
+				default:
+				}
+			}
+			return version, nil
+		}
+		if blind && (errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch)) {
+			continue // nothing was written
+		}
+		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
+			return 0, fmt.Errorf("table %q: %w", t.name, err)
+		}
+	}
+}
+
+// writeAttempt is one try of a write: the record as read and as it will be,
+// and the batch that commits it.
+type writeAttempt struct {
+	b                 *Batch
+	factKey, pk, fact []byte // fact nil: a delete
+	version           Version
+	oldValue          []byte
+	exists            bool
+}
+
+// startBatch resets a's batch to the record's guard and write and, unless
+// scope is 0, its change record of scope.
+func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
+	b := a.b
+	b.Reset()
+	if a.exists {
+		b.ExpectValue(a.factKey, a.oldValue)
+	} else {
+		b.ExpectAbsent(a.factKey)
+	}
+	if a.fact != nil {
+		b.Put(a.factKey, factValue(a.fact, a.version))
+	} else {
+		b.Delete(a.factKey)
+	}
+	if scope != 0 {
+		t.enqueue(b, a.pk, a.oldValue, a.exists, scope)
+	}
+}
+
+// fallback rebuilds a's batch, which does not fit the store's atomicity
+// scope, by the fallback rule: the record with the entries in its
+// partition, the others queued; else the record with its unique entries,
+// every other index queued; else the record alone, every index queued.
+// A write that changes a unique index's entries outside the batch cannot
+// fall back.
+func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, oldEntries, newEntries []entry) error {
+	oldIntra, oldInter := splitPlacement(oldEntries)
+	newIntra, newInter := splitPlacement(newEntries)
+	if len(newIntra)+len(oldIntra) > 0 {
+		t.startBatch(a, 0)
+		if err := planEntries(ctx, t.store, a.b, oldIntra, newIntra); err != nil {
+			return err
+		}
+		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeEventual|scopeInter)
+		if t.store.Atomicity().Allows(a.b) == nil {
+			if ix := uniqueChange(oldInter, newInter); ix != nil {
+				return errUniqueOutside(ix)
+			}
+			return nil
+		}
+	}
+	// Else the record with its unique entries, which cannot be queued:
+	// every other index follows it.
+	oldUnique, newUnique := uniqueEntries(oldEntries), uniqueEntries(newEntries)
+	if len(oldUnique)+len(newUnique) > 0 {
+		t.startBatch(a, 0)
+		if err := planEntries(ctx, t.store, a.b, oldUnique, newUnique); err != nil {
+			return err
+		}
+		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeAll)
+		if t.store.Atomicity().Allows(a.b) == nil {
+			return nil
+		}
+	}
+	if ix := uniqueChange(oldEntries, newEntries); ix != nil {
+		return errUniqueOutside(ix)
+	}
+	t.startBatch(a, scopeAll)
+	return nil
+}
+
+// uniqueEntries returns the entries of unique indexes among entries.
+func uniqueEntries(entries []entry) []entry {
+	var unique []entry
+	for _, e := range entries {
+		if e.ix.unique {
+			unique = append(unique, e)
+		}
+	}
+	return unique
+}
+
+// splitPlacement splits entries into those of IntraPartition indexes and
+// the others.
+func splitPlacement(entries []entry) (intra, inter []entry) {
+	for _, e := range entries {
+		if e.ix.intra {
+			intra = append(intra, e)
+		} else {
+			inter = append(inter, e)
+		}
+	}
+	return intra, inter
+}
+
+func errUniqueOutside(ix *indexTable) error {
+	return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch", ErrInvalidBatch, ix.name)
+}
+
+// uniqueChange returns a unique index whose entries differ between old and
+// new, or nil.
+func uniqueChange(old, new []entry) *indexTable {
+	for _, pair := range [2][2][]entry{{old, new}, {new, old}} {
+		for _, e := range pair[0] {
+			if !e.ix.unique {
+				continue
+			}
+			if i := findEntry(pair[1], e.key); i < 0 || !bytes.Equal(pair[1][i].value, e.value) {
+				return e.ix
+			}
+		}
+	}
+	return nil
+}
+
+// planEntries adds to b the index changes that turn the entries in old
+// into those in new: deletes for entries that went, puts for entries that
+// came or changed. A unique entry that comes is checked against the store
+// and guarded by an expectation that it is still absent when b applies.
+func planEntries(ctx context.Context, s Store, b *Batch, old, new []entry) error {
+	for _, o := range old {
+		if findEntry(new, o.key) >= 0 {
+			continue
+		}
+		if o.ix.unique && o.ix.state != IndexReadable {
+			// While a unique index is built, another record may hold a key
+			// this one had before the build reached it: leave it that one.
+			// An entry not there yet may be put by the build before b
+			// applies: b expects it absent, and a retry deletes it.
+			held, err := s.Get(ctx, o.key)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				b.ExpectAbsent(o.key)
+				continue
+			case err != nil:
+				return err
+			}
+			b.ExpectValue(o.key, held)
+			if !sameOwner(o.ix, o.key, held, o.value) {
+				continue
+			}
+		}
+		b.Delete(o.key)
+	}
+	for _, n := range new {
+		i := findEntry(old, n.key)
+		if i >= 0 && bytes.Equal(old[i].value, n.value) {
+			continue
+		}
+		// A unique key is checked when it comes and, while the index is
+		// built, when its entry changes: another record may have taken it
+		// before the build reached this one.
+		if n.ix.unique && (i < 0 || n.ix.state != IndexReadable) {
+			if err := guardUnique(ctx, s, b, n); err != nil {
+				return err
+			}
+		}
+		b.Put(n.key, n.value)
+	}
+	return nil
+}
+
+// guardUnique adds to b the expectation that keeps the key of unique entry
+// e free, or held by e's own record, until b applies; or returns the
+// violation when another record holds it.
+func guardUnique(ctx context.Context, s Store, b *Batch, e entry) error {
+	held, err := s.Get(ctx, e.key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b.ExpectAbsent(e.key)
+	case err != nil:
+		return err
+	case !sameOwner(e.ix, e.key, held, e.value):
+		return uniqueViolation(e.ix, e.key, held)
+	default: // a leftover entry of this very record
+		b.ExpectValue(e.key, held)
+	}
+	return nil
+}
+
+// sameOwner reports whether two values of the unique entry key name the
+// same record.
+func sameOwner(ix *indexTable, key, a, b []byte) bool {
+	pa, _, errA := ix.splitEntry(key, a, 0)
+	pb, _, errB := ix.splitEntry(key, b, 0)
+	return errA == nil && errB == nil && bytes.Equal(pa, pb)
+}
+
+func uniqueViolation(ix *indexTable, key, held []byte) error {
+	k, err := DecodeTuple(key[len(ix.prefix):])
+	if err != nil {
+		return fmt.Errorf("%w: index %q", ErrUniqueViolation, ix.name)
+	}
+	pk, _, err := ix.splitEntry(key, held, 0)
+	if err != nil {
+		return fmt.Errorf("%w: index %q: key %v is taken", ErrUniqueViolation, ix.name, k)
+	}
+	owner, _ := DecodeTuple(pk)
+	return fmt.Errorf("%w: index %q: key %v is taken by record %v", ErrUniqueViolation, ix.name, k, owner)
+}
