@@ -298,3 +298,6 @@ func plainString(element []byte) (int, bool) {
 	}
 	return 0, false
 }
+
+// bounded reports whether a store's atomicity scope may refuse a batch.
+func bounded(a Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }

@@ -221,13 +221,6 @@ func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Ta
 // Name returns the table's name.
 func (t *Table[T]) Name() string { return t.name }
 
-const (
-	writeInsert writeKind = iota // fails if present
-	writeUpsert                  // either
-	writeUpdate                  // fails if absent
-	writeDelete                  // fails if absent
-)
-
 // decodeKept decodes into rec a payload that stays unmodified for as long
 // as rec may live; a codec that can decodes strings that share its memory,
 // saving a copy.

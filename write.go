@@ -10,83 +10,6 @@ import (
 	"slices"
 )
 
-// bounded reports whether a store's atomicity scope may refuse a batch.
-func bounded(a Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }
-
-// commit applies b, a write planned by a table. When b does not fit the
-// store's atomicity scope, fallback rebuilds it as a write of the fact
-// record and its change record alone (see the fallback rule above), or
-// returns an error.
-func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error {
-	if err := s.Atomicity().Allows(b); err != nil {
-		if err := fallback(); err != nil {
-			return err
-		}
-		if err := s.Atomicity().Allows(worstGuard(b)); err != nil {
-			return fmt.Errorf("the record and its change record do not fit the store's atomicity scope, with room for a maintainer to apply them: %w", err)
-		}
-	}
-	return s.Apply(ctx, b)
-}
-
-// worstGuard returns the largest batch a maintainer may need to apply the
-// change that b, a fallback write, queues: applySplit's last batch, which
-// expects the record and removes its change record and a marker holding a
-// copy of it. b starts with the record's guard and its write, and ends
-// with its change record (entries in the record's partition may come
-// between).
-func worstGuard(b *Batch) *Batch {
-	ops := b.Ops()
-	record, change := ops[1], ops[len(ops)-1]
-	marker := Op{Kind: OpPut, Key: change.Key, Value: append(make([]byte, 3+binary.MaxVarintLen64), record.Value...)}
-	return &Batch{ops: []Op{
-		{Kind: OpExpectValue, Key: record.Key, Value: record.Value},
-		{Kind: OpExpectValue, Key: change.Key, Value: change.Value}, {Kind: OpDelete, Key: change.Key},
-		{Kind: OpExpectValue, Key: marker.Key, Value: marker.Value}, {Kind: OpDelete, Key: marker.Key},
-	}}
-}
-
-// maxAttempts bounds the retries of a write whose read was overtaken by a
-// concurrent write to the same record or unique key.
-const maxAttempts = 64
-
-// WriteOption refines a write.
-type WriteOption func(*writeOptions)
-
-type writeOptions struct {
-	ifVersion Version // 0: unconditional
-	badOption error   // an option that cannot apply
-}
-
-// parseWriteOptions applies opts, refusing a nil one: it may have been meant
-// as a condition.
-func parseWriteOptions(opts []WriteOption) (writeOptions, error) {
-	var o writeOptions
-	for i, opt := range opts {
-		if opt == nil {
-			return o, fmt.Errorf("%w: write option %d is nil", ErrInvalidArgument, i)
-		}
-		opt(&o)
-	}
-	return o, o.badOption
-}
-
-// IfVersion makes an Update or Delete conditional: it applies only if the
-// record's version is still v (as read by GetVersioned or returned by the
-// last write) and otherwise returns an error wrapping ErrConflict. No
-// record has version 0: IfVersion(0), a version never read, is refused with
-// ErrInvalidArgument rather than taken as no condition.
-func IfVersion(v Version) WriteOption {
-	return func(o *writeOptions) {
-		o.ifVersion = v
-		if v == 0 { // no record has it: a version never read
-			o.badOption = fmt.Errorf("%w: IfVersion(0): no record has version 0", ErrInvalidArgument)
-		}
-	}
-}
-
-type writeKind uint8
-
 // Insert adds rec, which must have a primary key not yet in the table
 // (ErrExists otherwise), and returns its version.
 func (t *Table[T]) Insert(ctx context.Context, rec T) (Version, error) {
@@ -128,33 +51,49 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	return err
 }
 
-// writeBuffers are the buffers of one write, kept in the table's pool for
-// the next. The encoded record is not among them: the decoded copy of it,
-// which index keys are computed from, shares its memory.
-type writeBuffers[T any] struct {
-	rec, stored    T
-	key, storedKey []byte
-	ops            []Op
+// WriteOption refines a write.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	ifVersion Version // 0: unconditional
+	badOption error   // an option that cannot apply
 }
 
-func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {
-	if w, ok := t.writers.Get().(*writeBuffers[T]); ok {
-		return w
+// parseWriteOptions applies opts, refusing a nil one: it may have been meant
+// as a condition.
+func parseWriteOptions(opts []WriteOption) (writeOptions, error) {
+	var o writeOptions
+	for i, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("%w: write option %d is nil", ErrInvalidArgument, i)
+		}
+		opt(&o)
 	}
-	return new(writeBuffers[T])
+	return o, o.badOption
 }
 
-// freeWriteBuffers returns w to the pool, holding nothing of the write.
-func (t *Table[T]) freeWriteBuffers(w *writeBuffers[T]) {
-	if cap(w.ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 {
-		return
+// IfVersion makes an Update or Delete conditional: it applies only if the
+// record's version is still v (as read by GetVersioned or returned by the
+// last write) and otherwise returns an error wrapping ErrConflict. No
+// record has version 0: IfVersion(0), a version never read, is refused with
+// ErrInvalidArgument rather than taken as no condition.
+func IfVersion(v Version) WriteOption {
+	return func(o *writeOptions) {
+		o.ifVersion = v
+		if v == 0 { // no record has it: a version never read
+			o.badOption = fmt.Errorf("%w: IfVersion(0): no record has version 0", ErrInvalidArgument)
+		}
 	}
-	var zero T
-	w.rec, w.stored = zero, zero
-	clear(w.ops[:cap(w.ops)])
-	w.ops = w.ops[:0]
-	t.writers.Put(w)
 }
+
+type writeKind uint8
+
+const (
+	writeInsert writeKind = iota // fails if present
+	writeUpsert                  // either
+	writeUpdate                  // fails if absent
+	writeDelete                  // fails if absent
+)
 
 // writeRecord encodes rec and writes it. Its primary key and index entries
 // are taken from the record as the codec stores it, as they are again when
@@ -218,6 +157,10 @@ func (t *Table[T]) factKey(dst []byte, rv reflect.Value) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// maxAttempts bounds the retries of a write whose read was overtaken by a
+// concurrent write to the same record or unique key.
+const maxAttempts = 64
 
 // write makes one record change, planned against view: it reads the
 // current record, and commits a batch that replaces it with fact
@@ -345,92 +288,6 @@ func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
 	}
 }
 
-// fallback rebuilds a's batch, which does not fit the store's atomicity
-// scope, by the fallback rule: the record with the entries in its
-// partition, the others queued; else the record with its unique entries,
-// every other index queued; else the record alone, every index queued.
-// A write that changes a unique index's entries outside the batch cannot
-// fall back.
-func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, oldEntries, newEntries []entry) error {
-	oldIntra, oldInter := splitPlacement(oldEntries)
-	newIntra, newInter := splitPlacement(newEntries)
-	if len(newIntra)+len(oldIntra) > 0 {
-		t.startBatch(a, 0)
-		if err := planEntries(ctx, t.store, a.b, oldIntra, newIntra); err != nil {
-			return err
-		}
-		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeEventual|scopeInter)
-		if t.store.Atomicity().Allows(a.b) == nil {
-			if ix := uniqueChange(oldInter, newInter); ix != nil {
-				return errUniqueOutside(ix)
-			}
-			return nil
-		}
-	}
-	// Else the record with its unique entries, which cannot be queued:
-	// every other index follows it.
-	oldUnique, newUnique := uniqueEntries(oldEntries), uniqueEntries(newEntries)
-	if len(oldUnique)+len(newUnique) > 0 {
-		t.startBatch(a, 0)
-		if err := planEntries(ctx, t.store, a.b, oldUnique, newUnique); err != nil {
-			return err
-		}
-		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeAll)
-		if t.store.Atomicity().Allows(a.b) == nil {
-			return nil
-		}
-	}
-	if ix := uniqueChange(oldEntries, newEntries); ix != nil {
-		return errUniqueOutside(ix)
-	}
-	t.startBatch(a, scopeAll)
-	return nil
-}
-
-// uniqueEntries returns the entries of unique indexes among entries.
-func uniqueEntries(entries []entry) []entry {
-	var unique []entry
-	for _, e := range entries {
-		if e.ix.unique {
-			unique = append(unique, e)
-		}
-	}
-	return unique
-}
-
-// splitPlacement splits entries into those of IntraPartition indexes and
-// the others.
-func splitPlacement(entries []entry) (intra, inter []entry) {
-	for _, e := range entries {
-		if e.ix.intra {
-			intra = append(intra, e)
-		} else {
-			inter = append(inter, e)
-		}
-	}
-	return intra, inter
-}
-
-func errUniqueOutside(ix *indexTable) error {
-	return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch", ErrInvalidBatch, ix.name)
-}
-
-// uniqueChange returns a unique index whose entries differ between old and
-// new, or nil.
-func uniqueChange(old, new []entry) *indexTable {
-	for _, pair := range [2][2][]entry{{old, new}, {new, old}} {
-		for _, e := range pair[0] {
-			if !e.ix.unique {
-				continue
-			}
-			if i := findEntry(pair[1], e.key); i < 0 || !bytes.Equal(pair[1][i].value, e.value) {
-				return e.ix
-			}
-		}
-	}
-	return nil
-}
-
 // planEntries adds to b the index changes that turn the entries in old
 // into those in new: deletes for entries that went, puts for entries that
 // came or changed. A unique entry that comes is checked against the store
@@ -515,4 +372,151 @@ func uniqueViolation(ix *indexTable, key, held []byte) error {
 	}
 	owner, _ := DecodeTuple(pk)
 	return fmt.Errorf("%w: index %q: key %v is taken by record %v", ErrUniqueViolation, ix.name, k, owner)
+}
+
+// uniqueChange returns a unique index whose entries differ between old and
+// new, or nil.
+func uniqueChange(old, new []entry) *indexTable {
+	for _, pair := range [2][2][]entry{{old, new}, {new, old}} {
+		for _, e := range pair[0] {
+			if !e.ix.unique {
+				continue
+			}
+			if i := findEntry(pair[1], e.key); i < 0 || !bytes.Equal(pair[1][i].value, e.value) {
+				return e.ix
+			}
+		}
+	}
+	return nil
+}
+
+// commit applies b, a write planned by a table. When b does not fit the
+// store's atomicity scope, fallback rebuilds it as a write of the fact
+// record and its change record alone (see the fallback rule above), or
+// returns an error.
+func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error {
+	if err := s.Atomicity().Allows(b); err != nil {
+		if err := fallback(); err != nil {
+			return err
+		}
+		if err := s.Atomicity().Allows(worstGuard(b)); err != nil {
+			return fmt.Errorf("the record and its change record do not fit the store's atomicity scope, with room for a maintainer to apply them: %w", err)
+		}
+	}
+	return s.Apply(ctx, b)
+}
+
+// fallback rebuilds a's batch, which does not fit the store's atomicity
+// scope, by the fallback rule: the record with the entries in its
+// partition, the others queued; else the record with its unique entries,
+// every other index queued; else the record alone, every index queued.
+// A write that changes a unique index's entries outside the batch cannot
+// fall back.
+func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, oldEntries, newEntries []entry) error {
+	oldIntra, oldInter := splitPlacement(oldEntries)
+	newIntra, newInter := splitPlacement(newEntries)
+	if len(newIntra)+len(oldIntra) > 0 {
+		t.startBatch(a, 0)
+		if err := planEntries(ctx, t.store, a.b, oldIntra, newIntra); err != nil {
+			return err
+		}
+		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeEventual|scopeInter)
+		if t.store.Atomicity().Allows(a.b) == nil {
+			if ix := uniqueChange(oldInter, newInter); ix != nil {
+				return errUniqueOutside(ix)
+			}
+			return nil
+		}
+	}
+	// Else the record with its unique entries, which cannot be queued:
+	// every other index follows it.
+	oldUnique, newUnique := uniqueEntries(oldEntries), uniqueEntries(newEntries)
+	if len(oldUnique)+len(newUnique) > 0 {
+		t.startBatch(a, 0)
+		if err := planEntries(ctx, t.store, a.b, oldUnique, newUnique); err != nil {
+			return err
+		}
+		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeAll)
+		if t.store.Atomicity().Allows(a.b) == nil {
+			return nil
+		}
+	}
+	if ix := uniqueChange(oldEntries, newEntries); ix != nil {
+		return errUniqueOutside(ix)
+	}
+	t.startBatch(a, scopeAll)
+	return nil
+}
+
+// worstGuard returns the largest batch a maintainer may need to apply the
+// change that b, a fallback write, queues: applySplit's last batch, which
+// expects the record and removes its change record and a marker holding a
+// copy of it. b starts with the record's guard and its write, and ends
+// with its change record (entries in the record's partition may come
+// between).
+func worstGuard(b *Batch) *Batch {
+	ops := b.Ops()
+	record, change := ops[1], ops[len(ops)-1]
+	marker := Op{Kind: OpPut, Key: change.Key, Value: append(make([]byte, 3+binary.MaxVarintLen64), record.Value...)}
+	return &Batch{ops: []Op{
+		{Kind: OpExpectValue, Key: record.Key, Value: record.Value},
+		{Kind: OpExpectValue, Key: change.Key, Value: change.Value}, {Kind: OpDelete, Key: change.Key},
+		{Kind: OpExpectValue, Key: marker.Key, Value: marker.Value}, {Kind: OpDelete, Key: marker.Key},
+	}}
+}
+
+// uniqueEntries returns the entries of unique indexes among entries.
+func uniqueEntries(entries []entry) []entry {
+	var unique []entry
+	for _, e := range entries {
+		if e.ix.unique {
+			unique = append(unique, e)
+		}
+	}
+	return unique
+}
+
+// splitPlacement splits entries into those of IntraPartition indexes and
+// the others.
+func splitPlacement(entries []entry) (intra, inter []entry) {
+	for _, e := range entries {
+		if e.ix.intra {
+			intra = append(intra, e)
+		} else {
+			inter = append(inter, e)
+		}
+	}
+	return intra, inter
+}
+
+func errUniqueOutside(ix *indexTable) error {
+	return fmt.Errorf("%w: the write changes unique index %q, which cannot be checked outside the write's batch", ErrInvalidBatch, ix.name)
+}
+
+// writeBuffers are the buffers of one write, kept in the table's pool for
+// the next. The encoded record is not among them: the decoded copy of it,
+// which index keys are computed from, shares its memory.
+type writeBuffers[T any] struct {
+	rec, stored    T
+	key, storedKey []byte
+	ops            []Op
+}
+
+func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {
+	if w, ok := t.writers.Get().(*writeBuffers[T]); ok {
+		return w
+	}
+	return new(writeBuffers[T])
+}
+
+// freeWriteBuffers returns w to the pool, holding nothing of the write.
+func (t *Table[T]) freeWriteBuffers(w *writeBuffers[T]) {
+	if cap(w.ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 {
+		return
+	}
+	var zero T
+	w.rec, w.stored = zero, zero
+	clear(w.ops[:cap(w.ops)])
+	w.ops = w.ops[:0]
+	t.writers.Put(w)
 }
