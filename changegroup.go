@@ -1,7 +1,6 @@
 package indextable
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -143,57 +142,56 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 			return err
 		}
 	}
-	// Delete the entries of every earlier version that the current one
-	// lacks; put the current entries, except those that every earlier
-	// version had as they are (the index holds them already).
-	var before [][]entry
-	var deleted [][]byte
+	before, strays, err := t.earlierEntries(view, g, want, current)
+	if err != nil {
+		return err
+	}
+	for _, k := range strays {
+		ops = append(ops, Op{Kind: OpDelete, Key: k})
+	}
+	gone := func(e entry) error {
+		if !containsKey(strays, e.key) {
+			ops = append(ops, Op{Kind: OpDelete, Key: e.key})
+		}
+		return nil
+	}
+	came := func(e entry) error {
+		ops = append(ops, Op{Kind: OpPut, Key: e.key, Value: e.value})
+		return nil
+	}
+	if err := diffEntries(before, current, gone, came); err != nil {
+		return err
+	}
+	g.ops = ops
+	return nil
+}
+
+// earlierEntries returns the entries in want of the versions g's changes
+// name (none for a new record, or for a change of Build or Repair), and the
+// stray entry keys that changes of Repair name and current lacks.
+func (t *Table[T]) earlierEntries(view *indexView, g *changeGroup, want []*indexTable, current []entry) (before [][]entry, strays [][]byte, err error) {
 	for i := range g.changes {
 		c := &g.changes[i]
 		if c.scope&scopeIndex != 0 {
 			// A stray entry key, longer than its index's prefix.
 			ix := view.owner(c.before)
 			if ix != nil && ix.maintained() && len(c.before) > len(ix.prefix) &&
-				findEntry(current, c.before) < 0 && !containsKey(deleted, c.before) {
-				deleted = append(deleted, c.before)
-				ops = append(ops, Op{Kind: OpDelete, Key: c.before})
+				findEntry(current, c.before) < 0 && !containsKey(strays, c.before) {
+				strays = append(strays, c.before)
 			}
 			before = append(before, nil)
 			continue
 		}
-		if c.before == nil {
-			before = append(before, nil)
-			continue
-		}
-		if !c.held {
+		if c.before != nil && !c.held {
 			es, err := t.factEntries(want, c.before, g.pk)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			c.entries, c.held = es, true
 		}
 		before = append(before, c.entries)
 	}
-	for _, es := range before {
-		for _, e := range es {
-			if findEntry(current, e.key) < 0 && !containsKey(deleted, e.key) {
-				deleted = append(deleted, e.key)
-				ops = append(ops, Op{Kind: OpDelete, Key: e.key})
-			}
-		}
-	}
-	for _, e := range current {
-		held := true
-		for _, es := range before {
-			i := findEntry(es, e.key)
-			held = held && i >= 0 && bytes.Equal(es[i].value, e.value)
-		}
-		if !held {
-			ops = append(ops, Op{Kind: OpPut, Key: e.key, Value: e.value})
-		}
-	}
-	g.ops = ops
-	return nil
+	return before, strays, nil
 }
 
 // applySplit applies the changes of one record whose index mutations do not

@@ -86,3 +86,52 @@ func (t *Table[T]) factEntries(indexes []*indexTable, fact, pk []byte) ([]entry,
 	}
 	return t.entriesOf(indexes, payload, pk)
 }
+
+// diffEntries is the one diff of a record's index entries: what turns the
+// entries of its earlier versions, before, into those of its current
+// version, current. It calls gone once for each key that an earlier
+// version has and current lacks (the index must delete it), then came for
+// each entry of current that not every earlier version has as it is (the
+// index must put it). A write diffs one earlier version, the record as it
+// read it; a maintainer diffs the versions its pending changes name.
+func diffEntries(before [][]entry, current []entry, gone, came func(entry) error) error {
+	for i, es := range before {
+		for _, e := range es {
+			if findEntry(current, e.key) >= 0 || inAny(before[:i], e.key) {
+				continue
+			}
+			if err := gone(e); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range current {
+		if heldByAll(before, e) {
+			continue
+		}
+		if err := came(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inAny reports whether any of versions has an entry under key.
+func inAny(versions [][]entry, key []byte) bool {
+	for _, es := range versions {
+		if findEntry(es, key) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// heldByAll reports whether every one of versions has e as it is.
+func heldByAll(versions [][]entry, e entry) bool {
+	for _, es := range versions {
+		if i := findEntry(es, e.key); i < 0 || !bytes.Equal(es[i].value, e.value) {
+			return false
+		}
+	}
+	return true
+}

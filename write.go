@@ -167,87 +167,37 @@ const maxAttempts = 64
 // (binary.MaxVarintLen64 bytes for the version, then the payload) and its
 // index entries newEntries, or deletes it when fact is nil, conditional on
 // the current record being unchanged; it retries when a concurrent write
-// got there first.
+// got there first. Each attempt reads, checks, plans and applies.
 func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, factKey, fact []byte, newEntries []entry, o writeOptions, ops *[]Op) (Version, error) {
-	pk := factKey[len(t.factSpace):]
-	queueing := view.queueing
-	n := 2 + 2*len(newEntries) // the record, its guard, the entries and theirs
-	if queueing {
-		n++ // a change record
-	}
+	n := 3 + 2*len(newEntries) // the record, its guard, a change record, the entries and theirs
 	b := Batch{ops: slices.Grow((*ops)[:0], n)}
 	defer func() { *ops = b.ops }()
 	for attempt := 1; ; attempt++ {
+		a := writeAttempt{b: &b, factKey: factKey, pk: factKey[len(t.factSpace):], fact: fact}
 		// An insert first takes the record to be absent, blind, which its
 		// batch expects: a new record (the usual case) is not read twice.
 		// A blind attempt that fails without writing (a taken key, say) is
 		// decided by one that reads the record, so errors come in the same
 		// order as if it had read.
 		blind := kind == writeInsert && attempt == 1
-		var oldValue []byte
-		exists := false
 		if !blind {
-			v, err := t.store.Get(ctx, factKey)
-			if err != nil && !errors.Is(err, ErrNotFound) {
-				return 0, err
-			}
-			oldValue, exists = v, err == nil
-		}
-		var oldVersion Version
-		var oldEntries []entry
-		if exists {
-			v, oldPayload, err := splitFact(oldValue)
-			if err != nil {
-				return 0, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
-			}
-			oldVersion = v
-			if oldEntries, err = t.entriesOf(view.sync, oldPayload, pk); err != nil {
+			if err := t.readCurrent(ctx, view, &a); err != nil {
 				return 0, err
 			}
 		}
-		switch {
-		case kind == writeInsert && exists:
-			return 0, fmt.Errorf("%w: table %q, primary key %v", ErrExists, t.name, decodeForError(pk))
-		case (kind == writeUpdate || kind == writeDelete) && !exists:
-			return 0, fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, decodeForError(pk))
-		case o.ifVersion != 0 && o.ifVersion != oldVersion:
-			return 0, fmt.Errorf("%w: table %q, primary key %v is at version %d, not %d", ErrConflict, t.name, decodeForError(pk), oldVersion, o.ifVersion)
+		if err := t.checkCurrent(kind, o, &a); err != nil {
+			return 0, err
 		}
-
-		version := oldVersion + 1
-		if !exists {
-			version = newIncarnation()
-		}
-		if fact == nil {
-			version = 0
-		}
-		a := writeAttempt{b: &b, factKey: factKey, pk: pk, fact: fact, version: version, oldValue: oldValue, exists: exists}
-		queued := queueing
-		if queued {
-			t.startBatch(&a, scopeEventual)
-		} else {
-			t.startBatch(&a, 0)
-		}
-		if err := planEntries(ctx, t.store, &b, oldEntries, newEntries); err != nil {
+		if err := t.planBatch(ctx, view, &a, newEntries); err != nil {
 			if blind {
-				continue
+				continue // nothing was written
 			}
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
-		err := commit(ctx, t.store, &b, func() error {
-			queued = true
-			return t.fallback(ctx, &a, oldEntries, newEntries)
-		})
+		err := t.store.Apply(ctx, &b)
 		if err == nil {
-			t.writes.Add(1)
-			view.noteMutations(b.ops, exists)
-			if queued {
-				select {
-				case t.wake <- struct{}{}:
-				default:
-				}
-			}
-			return version, nil
+			t.noteWrite(view, &a)
+			return a.version, nil
 		}
 		if blind && (errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch)) {
 			continue // nothing was written
@@ -262,10 +212,97 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 // and the batch that commits it.
 type writeAttempt struct {
 	b                 *Batch
-	factKey, pk, fact []byte // fact nil: a delete
-	version           Version
-	oldValue          []byte
-	exists            bool
+	factKey, pk, fact []byte  // fact nil: a delete
+	version           Version // the version the write stores
+	// The record as read (exists false: none): its value, version and
+	// entries in the synchronous indexes.
+	oldValue   []byte
+	oldVersion Version
+	oldEntries []entry
+	exists     bool
+	queued     bool // b holds a change record
+}
+
+// readCurrent reads into a the record it replaces, if there is one.
+func (t *Table[T]) readCurrent(ctx context.Context, view *indexView, a *writeAttempt) error {
+	value, err := t.store.Get(ctx, a.factKey)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	version, payload, err := splitFact(value)
+	if err != nil {
+		return fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(a.pk), err)
+	}
+	a.oldValue, a.oldVersion, a.exists = value, version, true
+	a.oldEntries, err = t.entriesOf(view.sync, payload, a.pk)
+	return err
+}
+
+// checkCurrent checks a's write against the record as read (its kind and
+// IfVersion), and sets the version the write stores: the next one, a new
+// incarnation for a new record, none for a delete.
+func (t *Table[T]) checkCurrent(kind writeKind, o writeOptions, a *writeAttempt) error {
+	switch {
+	case kind == writeInsert && a.exists:
+		return fmt.Errorf("%w: table %q, primary key %v", ErrExists, t.name, decodeForError(a.pk))
+	case (kind == writeUpdate || kind == writeDelete) && !a.exists:
+		return fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, decodeForError(a.pk))
+	case o.ifVersion != 0 && o.ifVersion != a.oldVersion:
+		return fmt.Errorf("%w: table %q, primary key %v is at version %d, not %d", ErrConflict, t.name, decodeForError(a.pk), a.oldVersion, o.ifVersion)
+	}
+	switch {
+	case a.fact == nil:
+		a.version = 0
+	case a.exists:
+		a.version = a.oldVersion + 1
+	default:
+		a.version = newIncarnation()
+	}
+	return nil
+}
+
+// planBatch fills a's batch: the record's guard and write, its change
+// record when view queues changes, and the index changes that turn its
+// entries as read into newEntries. When that does not fit the store's
+// atomicity scope, the fallback rule makes another batch of it.
+func (t *Table[T]) planBatch(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry) error {
+	scope := byte(0)
+	if view.queueing {
+		scope = scopeEventual
+	}
+	t.startBatch(a, scope)
+	a.queued = scope != 0
+	if err := planEntries(ctx, t.store, a.b, a.oldEntries, newEntries); err != nil {
+		return err
+	}
+	atom := t.store.Atomicity()
+	if atom.Allows(a.b) == nil {
+		return nil
+	}
+	if err := t.fallback(ctx, a, newEntries); err != nil {
+		return err
+	}
+	a.queued = true
+	if err := atom.Allows(worstGuard(a.b)); err != nil {
+		return fmt.Errorf("the record and its change record do not fit the store's atomicity scope, with room for a maintainer to apply them: %w", err)
+	}
+	return nil
+}
+
+// noteWrite counts a's committed write and, when it queued a change, wakes
+// the table's maintainer.
+func (t *Table[T]) noteWrite(view *indexView, a *writeAttempt) {
+	t.writes.Add(1)
+	view.noteMutations(a.b.ops, a.exists)
+	if a.queued {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // startBatch resets a's batch to the record's guard and write and, unless
@@ -293,46 +330,42 @@ func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
 // came or changed. A unique entry that comes is checked against the store
 // and guarded by an expectation that it is still absent when b applies.
 func planEntries(ctx context.Context, s Store, b *Batch, old, new []entry) error {
-	for _, o := range old {
-		if findEntry(new, o.key) >= 0 {
-			continue
+	gone := func(o entry) error {
+		if !o.ix.unique || o.ix.state == IndexReadable {
+			b.Delete(o.key)
+			return nil
 		}
-		if o.ix.unique && o.ix.state != IndexReadable {
-			// While a unique index is built, another record may hold a key
-			// this one had before the build reached it: leave it that one.
-			// An entry not there yet may be put by the build before b
-			// applies: b expects it absent, and a retry deletes it.
-			held, err := s.Get(ctx, o.key)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				b.ExpectAbsent(o.key)
-				continue
-			case err != nil:
-				return err
-			}
-			b.ExpectValue(o.key, held)
-			if !sameOwner(o.ix, o.key, held, o.value) {
-				continue
-			}
+		// While a unique index is built, another record may hold a key
+		// this one had before the build reached it: leave it that one.
+		// An entry not there yet may be put by the build before b
+		// applies: b expects it absent, and a retry deletes it.
+		held, err := s.Get(ctx, o.key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			b.ExpectAbsent(o.key)
+			return nil
+		case err != nil:
+			return err
 		}
-		b.Delete(o.key)
+		b.ExpectValue(o.key, held)
+		if sameOwner(o.ix, o.key, held, o.value) {
+			b.Delete(o.key)
+		}
+		return nil
 	}
-	for _, n := range new {
-		i := findEntry(old, n.key)
-		if i >= 0 && bytes.Equal(old[i].value, n.value) {
-			continue
-		}
+	came := func(n entry) error {
 		// A unique key is checked when it comes and, while the index is
 		// built, when its entry changes: another record may have taken it
 		// before the build reached this one.
-		if n.ix.unique && (i < 0 || n.ix.state != IndexReadable) {
+		if n.ix.unique && (findEntry(old, n.key) < 0 || n.ix.state != IndexReadable) {
 			if err := guardUnique(ctx, s, b, n); err != nil {
 				return err
 			}
 		}
 		b.Put(n.key, n.value)
+		return nil
 	}
-	return nil
+	return diffEntries([][]entry{old}, new, gone, came)
 }
 
 // guardUnique adds to b the expectation that keeps the key of unique entry
@@ -390,29 +423,14 @@ func uniqueChange(old, new []entry) *indexTable {
 	return nil
 }
 
-// commit applies b, a write planned by a table. When b does not fit the
-// store's atomicity scope, fallback rebuilds it as a write of the fact
-// record and its change record alone (see the fallback rule above), or
-// returns an error.
-func commit(ctx context.Context, s Store, b *Batch, fallback func() error) error {
-	if err := s.Atomicity().Allows(b); err != nil {
-		if err := fallback(); err != nil {
-			return err
-		}
-		if err := s.Atomicity().Allows(worstGuard(b)); err != nil {
-			return fmt.Errorf("the record and its change record do not fit the store's atomicity scope, with room for a maintainer to apply them: %w", err)
-		}
-	}
-	return s.Apply(ctx, b)
-}
-
 // fallback rebuilds a's batch, which does not fit the store's atomicity
 // scope, by the fallback rule: the record with the entries in its
 // partition, the others queued; else the record with its unique entries,
 // every other index queued; else the record alone, every index queued.
 // A write that changes a unique index's entries outside the batch cannot
 // fall back.
-func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, oldEntries, newEntries []entry) error {
+func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, newEntries []entry) error {
+	oldEntries := a.oldEntries
 	oldIntra, oldInter := splitPlacement(oldEntries)
 	newIntra, newInter := splitPlacement(newEntries)
 	if len(newIntra)+len(oldIntra) > 0 {
