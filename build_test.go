@@ -289,7 +289,7 @@ func TestBuildBetweenAnUpdatesReadAndCommit(t *testing.T) {
 	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["email"].State)
 	s.onApply = func(b *it.Batch) bool {
 		for _, op := range b.Ops() {
-			if k, _ := it.DecodeTuple(op.Key); op.Kind == it.OpPut && len(k) == 3 && k[1] == int64(0) {
+			if k, ok := it.ParseKey(op.Key); ok && op.Kind == it.OpPut && k.Space == it.SpaceRecords {
 				return true // the update's batch, which writes the record
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 )
 
@@ -186,20 +185,11 @@ type indexDefinition struct {
 	version               int64
 }
 
-// catalogKey returns the key of the catalog entry of index name.
-func catalogKey(tablePrefix []byte, name string) []byte {
-	return appendString(appendInt(bytes.Clone(tablePrefix), spaceCatalog), name)
-}
-
 // place sets where the entries of generation gen of ix live, before a
 // view holds ix.
 func (ix *indexTable) place(tablePrefix []byte, gen int64) {
 	ix.gen = gen
-	space := int64(spaceIndex)
-	if ix.intra {
-		space = spaceIntra
-	}
-	ix.prefix = slices.Clip(appendInt(appendString(appendInt(bytes.Clone(tablePrefix), space), ix.name), gen))
+	ix.prefix = generationPrefix(tablePrefix, ix.intra, ix.name, gen)
 }
 
 // loadCatalog reconciles the catalog with the table's schema, whose
@@ -222,7 +212,7 @@ func (t *Table[T]) loadCatalog(ctx context.Context, indexes []*indexTable) error
 // readCatalogEntries returns the table's catalog entries by index name, as
 // stored.
 func (t *Table[T]) readCatalogEntries(ctx context.Context) (map[string][]byte, error) {
-	space := appendInt(bytes.Clone(t.prefix), spaceCatalog)
+	space := spacePrefix(t.prefix, SpaceCatalog)
 	stored := map[string][]byte{}
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
 		if err != nil {
@@ -315,7 +305,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 }
 
 // dropGenerations deletes the entries of index name's generations below
-// gen, in either placement. In spaceIntra it looks for any such entry, and
+// gen, in either placement. In SpaceIntra it looks for any such entry, and
 // deletes its generation's: a partitioned store keeps one generation's
 // entries in key order across its partitions, but not the entries of
 // several, so a scan may see them in any order. When nothing is left, that
@@ -324,11 +314,11 @@ func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) 
 	if gen <= 1 {
 		return nil // there was none before
 	}
-	start := appendString(appendInt(bytes.Clone(t.prefix), spaceIndex), name)
-	if err := deleteRange(ctx, t.store, start, appendInt(bytes.Clone(start), gen)); err != nil {
+	start := indexPrefix(t.prefix, false, name)
+	if err := deleteRange(ctx, t.store, start, generationPrefix(t.prefix, false, name, gen)); err != nil {
 		return err
 	}
-	start = appendString(appendInt(bytes.Clone(t.prefix), spaceIntra), name)
+	start = indexPrefix(t.prefix, true, name)
 	for {
 		var old []byte // the prefix of the generation of an entry found
 		for e, err := range t.store.Scan(ctx, ScanRange{Start: start, End: appendInt(bytes.Clone(start), gen), Limit: 1}) {

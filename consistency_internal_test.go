@@ -176,7 +176,7 @@ func TestChangeOfAnUnknownIndex(t *testing.T) {
 	if _, err := tbl.Insert(ctx, rec{"1", "R"}); err != nil {
 		t.Fatal(err)
 	}
-	gone := appendInt(appendString(appendInt(bytes.Clone(tbl.prefix), spaceIndex), "gone"), 1)
+	gone := generationPrefix(tbl.prefix, false, "gone", 1)
 	pk := appendString(nil, "1")
 	for _, named := range [][]byte{gone, appendString(bytes.Clone(gone), "x")} {
 		var b Batch

@@ -273,7 +273,7 @@ func (t *Table[T]) recordLayout(ctx context.Context) error {
 	if err != nil {
 		panic(err) // every element has a supported type
 	}
-	key := appendInt(bytes.Clone(t.prefix), spaceLayout)
+	key := spacePrefix(t.prefix, SpaceRecordType)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		have, err := t.store.Get(ctx, key)
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -300,7 +300,7 @@ func (t *Table[T]) recordLayout(ctx context.Context) error {
 // fields that the table with prefix keeps: empty strings when it keeps no
 // layout, and no fields when it keeps no primary key (format 1 kept none).
 func readLayout(ctx context.Context, store Store, tablePrefix []byte) (codec, layout string, pk []string, err error) {
-	v, err := store.Get(ctx, appendInt(bytes.Clone(tablePrefix), spaceLayout))
+	v, err := store.Get(ctx, spacePrefix(tablePrefix, SpaceRecordType))
 	if errors.Is(err, ErrNotFound) {
 		return "", "", nil, nil
 	}

@@ -233,7 +233,7 @@ func TestLayoutOfFormat1Decodes(t *testing.T) {
 			old, err := EncodeTuple(int64(1), "json", string(desc))
 			require.NoError(t, err)
 			var b Batch
-			b.Put(appendInt(appendString(nil, "t"), spaceLayout), old)
+			b.Put(spacePrefix(tablePrefix("t"), SpaceRecordType), old)
 			require.NoError(t, s.Apply(ctx, &b))
 
 			tables, err := ReadCatalog(ctx, s)
@@ -267,7 +267,7 @@ func TestLayoutRefusesMalformedPrimaryKeys(t *testing.T) {
 		enc, err := EncodeTuple(v...)
 		require.NoError(t, err)
 		var b Batch
-		b.Put(appendInt(appendString(nil, "t"), spaceLayout), enc)
+		b.Put(spacePrefix(tablePrefix("t"), SpaceRecordType), enc)
 		require.NoError(t, s.Apply(ctx, &b))
 		_, err = ReadCatalog(ctx, s)
 		assert.ErrorIs(t, err, ErrCodec, "%v", v)
@@ -287,7 +287,7 @@ func TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var b Batch
-	b.Delete(appendInt(appendString(nil, "t"), spaceLayout))
+	b.Delete(spacePrefix(tablePrefix("t"), SpaceRecordType))
 	require.NoError(t, s.Apply(ctx, &b))
 
 	tbl, err = Open(ctx, refusingStore{s}, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}})

@@ -44,7 +44,7 @@ func decodeSplit(v []byte) (partitions int, until time.Time, ok bool) {
 // liveSplit returns the Partitions of the maintainers that hold leases of
 // the table's queue now, or 0 when none does.
 func (t *Table[T]) liveSplit(ctx context.Context) (int, error) {
-	v, err := t.store.Get(ctx, appendInt(bytes.Clone(t.prefix), spaceLease))
+	v, err := t.store.Get(ctx, spacePrefix(t.prefix, SpaceLeases))
 	if errors.Is(err, ErrNotFound) {
 		return 0, nil
 	}
@@ -62,8 +62,8 @@ func (t *Table[T]) liveSplit(ctx context.Context) (int, error) {
 // Partitions) hold leases: the two would apply the same records' changes
 // at once.
 func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lease, error) {
-	split := appendInt(bytes.Clone(t.prefix), spaceLease)
-	key := appendInt(appendInt(bytes.Clone(split), int64(o.Partitions)), int64(o.Partition))
+	split := spacePrefix(t.prefix, SpaceLeases)
+	key := leaseKey(t.prefix, o.Partitions, o.Partition)
 	held, err := t.store.GetMany(ctx, [][]byte{split, key}, nil)
 	if err != nil {
 		return nil, err

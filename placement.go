@@ -45,12 +45,6 @@ func (p Placement) String() string {
 	return fmt.Sprintf("Placement(%d)", uint8(p))
 }
 
-// spaceIntra holds the entries of IntraPartition indexes, laid out as
-// spaceIndex: the index name, its generation, the entry key. The entry key
-// starts with the record's first primary key component, which a
-// partitioned store can read as the record's partition.
-const spaceIntra = 5
-
 // resolvePlacement settles the placement asked of the index ix, whose
 // key fields are fields, in a table whose first primary key field is pk0,
 // over store s.
@@ -79,7 +73,7 @@ func (ix *indexTable) resolvePlacement(asked Placement, fields []string, pk0 fie
 	// record whose first key field holds its zero value.
 	sample := appendKeyValue(nil, reflect.Zero(pk0.typ))
 	record := append(bytes.Clone(factSpace), sample...)
-	entry := append(appendInt(appendString(appendInt(bytes.Clone(tablePrefix), spaceIntra), ix.name), 1), sample...)
+	entry := append(generationPrefix(tablePrefix, true, ix.name, 1), sample...)
 	if bytes.Equal(partition(record), partition(entry)) {
 		ix.intra = true
 		return nil

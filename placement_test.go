@@ -248,7 +248,7 @@ type racing struct {
 func (s *racing) Apply(ctx context.Context, b *it.Batch) error {
 	facts := 0
 	for _, op := range b.Ops() {
-		if k, err := it.DecodeTuple(op.Key); err == nil && len(k) > 2 && k[1] == int64(0) && !op.IsWrite() {
+		if k, ok := it.ParseKey(op.Key); ok && k.Space == it.SpaceRecords && k.Lead != nil && !op.IsWrite() {
 			facts++
 		}
 	}

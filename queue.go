@@ -218,7 +218,7 @@ func (t *Table[T]) enqueue(b *Batch, pk, before []byte, existed bool, scope byte
 // share one allocation.
 func (t *Table[T]) changeRecord(pk, before []byte, existed bool, scope byte) (key, value []byte) {
 	buf := make([]byte, 0, len(t.queueSpace)+len(pk)+9+16+len(before))
-	buf = appendInt(append(append(buf, t.queueSpace...), pk...), rand.Int64())
+	buf = appendChangeKey(buf, t.queueSpace, pk, rand.Int64())
 	n := len(buf)
 	buf = encodeChange(buf, time.Now(), scope, before, existed)
 	return buf[:n:n], buf[n:]

@@ -359,54 +359,32 @@ func (s *ShardedStore) ShardOf(key []byte) int {
 // key whose extensions, the keys from it to it+0xFF, all lie on that shard
 // (nil if none).
 //
-// A key of a table (its name, a space, ...) is routed by its space:
-// records (space 0) and queued changes (3) by the record's first primary
-// key component, intra-partition index entries (5) by their first key
-// component, which is the record's; index entries (1) by their table's
-// rule; the catalog, the leases and anything else of a table to shard 0.
-// Any other key is routed by a hash of the whole key.
+// A key of a table (see KeySpace) is routed by its space and Lead: records
+// and queued changes by the record's first primary key component,
+// intra-partition index entries by their first key component, which is the
+// record's; index entries by their table's rule; the catalog, the leases
+// and anything else of a table to shard 0. Any other key is routed by a
+// hash of the whole key.
 func (s *ShardedStore) route(key []byte) (int, []byte) {
 	if len(s.shards) == 1 {
 		return 0, key[:0]
 	}
-	var ends [5]int // where the table name, space, ... end
-	n := 0
-	for off := 0; n < len(ends) && off < len(key); n++ {
-		l, err := ElementLen(key[off:])
-		if err != nil {
-			break
-		}
-		off += l
-		ends[n] = off
-	}
-	if n < 2 || key[0] != codeString {
+	k, ok := ParseKey(key)
+	if !ok {
 		return s.hashed(key), nil
 	}
-	space, _, err := DecodeElement(key[ends[0]:ends[1]])
-	if err != nil {
-		return s.hashed(key), nil
+	through := key[:len(key)-len(k.Rest)] // the key up to Rest
+	switch k.Space {
+	case SpaceRecords, SpaceQueue, SpaceIntra, SpaceIndex:
+		if k.Lead == nil {
+			return s.hashed(key), nil
+		}
+		if k.Space == SpaceIndex && s.indexRule(k.Table, k.Index) == ShardByHash {
+			return s.hashed(key[len(through)-len(k.Lead):]), nil
+		}
+		return s.hashed(k.Lead), through
 	}
-	switch space {
-	case int64(spaceFact), int64(spaceQueue):
-		if n < 3 {
-			return s.hashed(key), nil
-		}
-		return s.hashed(key[ends[1]:ends[2]]), key[:ends[2]]
-	case int64(spaceIntra):
-		if n < 5 {
-			return s.hashed(key), nil
-		}
-		return s.hashed(key[ends[3]:ends[4]]), key[:ends[4]]
-	case int64(spaceIndex):
-		if n < 5 {
-			return s.hashed(key), nil
-		}
-		if s.indexRule(key[:ends[0]], key[ends[1]:ends[2]]) == ShardByHash {
-			return s.hashed(key[ends[3]:]), nil
-		}
-		return s.hashed(key[ends[3]:ends[4]]), key[:ends[4]]
-	}
-	return 0, key[:ends[1]]
+	return 0, through
 }
 
 func (s *ShardedStore) indexRule(table, index []byte) IndexSharding {

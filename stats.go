@@ -83,7 +83,7 @@ func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, err
 	if err := checkArguments(ctx, store); err != nil {
 		return TableStats{}, err
 	}
-	prefix := appendString(nil, table.Name)
+	prefix := tablePrefix(table.Name)
 	var indexes []*indexTable
 	pkArity := len(table.PrimaryKey)
 	needPK := false // an index whose entry keys end with the primary key
@@ -102,7 +102,7 @@ func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, err
 	if needPK && pkArity == 0 { // every entry key would count as a distinct key
 		return TableStats{}, fmt.Errorf("%w: table %q: neither its definitions nor PrimaryKey name its primary key", ErrInvalidSchema, table.Name)
 	}
-	return measure(ctx, store, table.Name, appendInt(prefix, spaceFact), indexes, pkArity)
+	return measure(ctx, store, table.Name, spacePrefix(prefix, SpaceRecords), indexes, pkArity)
 }
 
 // measure scans the fact table at factSpace and each of indexes.

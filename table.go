@@ -1,7 +1,6 @@
 package indextable
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -46,19 +45,6 @@ func checkArguments(ctx context.Context, store Store) error {
 	}
 	return checkContext(ctx)
 }
-
-// Key spaces within a table's part of the store, which starts with the
-// table's name.
-const (
-	spaceFact    = 0 // then the primary key
-	spaceIndex   = 1 // then the index name, its generation, the entry key
-	spaceCatalog = 2 // then the index name
-	spaceQueue   = 3 // then the primary key and a change ID
-	spaceLease   = 4 // then a maintainer partition
-	spaceUsage   = 6 // the usage totals (after spaceIntra, 5)
-	spaceLayout  = 7 // the record layout and codec, for tools
-	// and spaceIntra, in placement.go
-)
 
 // Schema declares a table: its name, primary key and index tables.
 type Schema[T any] struct {
@@ -210,9 +196,9 @@ func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Ta
 	}
 	// Goroutines share these prefixes: each is clipped, so that an append
 	// to one copies it.
-	t.prefix = slices.Clip(appendString(nil, name))
-	t.factSpace = slices.Clip(appendInt(bytes.Clone(t.prefix), spaceFact))
-	t.queueSpace = slices.Clip(appendInt(bytes.Clone(t.prefix), spaceQueue))
+	t.prefix = tablePrefix(name)
+	t.factSpace = spacePrefix(t.prefix, SpaceRecords)
+	t.queueSpace = spacePrefix(t.prefix, SpaceQueue)
 	t.queueEnd = tupleEnd(t.queueSpace)
 	t.indexes.view.Store(newIndexView(nil))
 	return t

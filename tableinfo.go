@@ -63,7 +63,7 @@ func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 		if !found {
 			return out, nil
 		}
-		prefix := appendString(nil, name)
+		prefix := tablePrefix(name)
 		info, err := readTableInfo(ctx, store, name, prefix)
 		if err != nil {
 			return nil, err
@@ -79,7 +79,7 @@ func readTableInfo(ctx context.Context, store Store, name string, prefix []byte)
 	if info.Codec, info.Layout, info.PrimaryKey, err = readLayout(ctx, store, prefix); err != nil {
 		return TableInfo{}, fmt.Errorf("table %q: %w", name, err)
 	}
-	space := appendInt(bytes.Clone(prefix), spaceCatalog)
+	space := spacePrefix(prefix, SpaceCatalog)
 	for e, err := range store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
 		if err != nil {
 			return TableInfo{}, err

@@ -303,7 +303,7 @@ func (v *indexView) noteMutations(ops []Op, changed bool) {
 }
 
 // usageKey is the key of the usage totals of the table with prefix.
-func usageKey(tablePrefix []byte) []byte { return appendInt(bytes.Clone(tablePrefix), spaceUsage) }
+func usageKey(table []byte) []byte { return spacePrefix(table, SpaceUsage) }
 
 // storedUsage is the usage totals SaveUsage keeps: the table's counts, and
 // each index's with its read keys still encoded.
@@ -505,7 +505,7 @@ func UsageOf(ctx context.Context, store Store, table string) (TableUsage, error)
 	if err := checkArguments(ctx, store); err != nil {
 		return TableUsage{}, err
 	}
-	u, _, err := readUsage(ctx, store, appendString(nil, table))
+	u, _, err := readUsage(ctx, store, tablePrefix(table))
 	if err != nil {
 		return TableUsage{}, fmt.Errorf("table %q: %w", table, err)
 	}

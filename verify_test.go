@@ -454,8 +454,8 @@ func TestVerifyIgnoresWritesBetweenAnEntryAndItsRecord(t *testing.T) {
 			require.NoError(t, err)
 		}
 		s.onGetMany = func(keys [][]byte) bool {
-			k, _ := it.DecodeTuple(keys[0])
-			return len(k) >= 2 && k[1] == int64(0) // records, looked up by the index pass
+			k, ok := it.ParseKey(keys[0])
+			return ok && k.Space == it.SpaceRecords // records, looked up by the index pass
 		}
 		s.hook = func() {
 			var err error

@@ -70,10 +70,12 @@ func TestShardedOnAzure(t *testing.T) {
 					continue // the shard's layout record
 				}
 				require.Equal(t, i, s.ShardOf(e.Key), "key %x", e.Key)
-				k, err := indextable.DecodeTuple(e.Key)
-				require.NoError(t, err)
-				if k[1] == int64(0) {
-					want, err := indextable.ShardFor(s.Shards(), k[2])
+				k, ok := indextable.ParseKey(e.Key)
+				require.True(t, ok, "key %x", e.Key)
+				if k.Space == indextable.SpaceRecords {
+					lead, _, err := indextable.DecodeElement(k.Lead)
+					require.NoError(t, err)
+					want, err := indextable.ShardFor(s.Shards(), lead)
 					require.NoError(t, err)
 					require.Equal(t, want, i, "%v", k)
 					records++

@@ -1,0 +1,140 @@
+package indextable_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	it "github.com/indextable/indextable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseKey(t *testing.T) {
+	enc := func(elems ...any) []byte {
+		b, err := it.EncodeTuple(elems...)
+		require.NoError(t, err)
+		return b
+	}
+	tests := []struct {
+		name            string
+		key             []byte
+		ok              bool
+		space           it.KeySpace
+		index, lead     any // decoded; nil: none
+		rest            []byte
+		throughLeadElem int // elements before Rest
+	}{
+		{"record", enc("t", int64(0), "a", int64(2)), true, it.SpaceRecords, nil, "a", enc(int64(2)), 3},
+		{"record cut short", enc("t", int64(0)), true, it.SpaceRecords, nil, nil, nil, 2},
+		{"change", enc("t", int64(3), "a", int64(9)), true, it.SpaceQueue, nil, "a", enc(int64(9)), 3},
+		{"entry", enc("t", int64(1), "town", int64(1), "R", "a"), true, it.SpaceIndex, "town", "R", enc("a"), 5},
+		{"entry cut at the generation", enc("t", int64(1), "town", int64(1)), true, it.SpaceIndex, "town", nil, enc("town", int64(1)), 2},
+		{"intra entry", enc("t", int64(5), "by", int64(2), "a", "x"), true, it.SpaceIntra, "by", "a", enc("x"), 5},
+		{"catalog", enc("t", int64(2), "town"), true, it.SpaceCatalog, nil, nil, enc("town"), 2},
+		{"lease", enc("t", int64(4), int64(2), int64(0)), true, it.SpaceLeases, nil, nil, enc(int64(2), int64(0)), 2},
+		{"usage", enc("t", int64(6)), true, it.SpaceUsage, nil, nil, nil, 2},
+		{"record type", enc("t", int64(7)), true, it.SpaceRecordType, nil, nil, nil, 2},
+		{"unknown space", enc("t", int64(8), "a"), true, it.SpaceOther, nil, nil, enc("a"), 2},
+		{"space not an int", enc("t", "x", "a"), true, it.SpaceOther, nil, nil, enc("a"), 2},
+		{"no table", enc(int64(0), int64(0)), false, 0, nil, nil, nil, 0},
+		{"one element", enc("t"), false, 0, nil, nil, nil, 0},
+		{"not a tuple", []byte("\xff\xffx"), false, 0, nil, nil, nil, 0},
+		{"empty", nil, false, 0, nil, nil, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, ok := it.ParseKey(tt.key)
+			require.Equal(t, tt.ok, ok)
+			if !ok {
+				return
+			}
+			assert.Equal(t, tt.space, k.Space)
+			assert.Equal(t, enc("t"), k.Table)
+			assert.Equal(t, tt.index, decoded(t, k.Index))
+			assert.Equal(t, tt.lead, decoded(t, k.Lead))
+			assert.Equal(t, string(tt.rest), string(k.Rest))
+			through, err := it.DecodeTuple(tt.key[:len(tt.key)-len(k.Rest)])
+			require.NoError(t, err)
+			assert.Len(t, through, tt.throughLeadElem)
+		})
+	}
+}
+
+func decoded(t *testing.T, elem []byte) any {
+	if elem == nil {
+		return nil
+	}
+	v, rest, err := it.DecodeElement(elem)
+	require.NoError(t, err)
+	require.Empty(t, rest)
+	return v
+}
+
+// Every key a table writes, in every space, parses as its space, with the
+// record's first primary key component as the Lead of its record, changes
+// and intra-partition entries.
+func TestParseKeyOfEveryStoredKey(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	type rec struct {
+		Region, ID, Town string
+		N                int
+	}
+	tbl, err := it.Open(ctx, s, it.Schema[rec]{
+		Name: "t", PrimaryKey: []string{"Region", "ID"},
+		Indexes: []it.Index[rec]{
+			{Name: "town", Fields: []string{"Town"}},
+			{Name: "n", Fields: []string{"N"}, Unique: true},
+			{Name: "late", Fields: []string{"Town"}, Consistency: it.Eventual},
+		},
+	})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, rec{Region: "eu", ID: "a", Town: "R", N: 1})
+	require.NoError(t, err)
+	require.NoError(t, tbl.SaveUsage(ctx))
+	spaces := map[it.KeySpace]int{}
+	for e, err := range s.Scan(ctx, it.ScanRange{}) {
+		require.NoError(t, err)
+		k, ok := it.ParseKey(e.Key)
+		require.True(t, ok, "%x", e.Key)
+		require.NotEqual(t, it.SpaceOther, k.Space, "%x", e.Key)
+		spaces[k.Space]++
+		switch k.Space {
+		case it.SpaceRecords, it.SpaceQueue:
+			assert.Equal(t, "eu", decoded(t, k.Lead))
+		case it.SpaceIndex:
+			assert.NotNil(t, k.Lead)
+			assert.Contains(t, []any{"town", "n", "late"}, decoded(t, k.Index))
+		}
+		assert.True(t, bytes.HasSuffix(e.Key, k.Rest))
+	}
+	for _, want := range []it.KeySpace{it.SpaceRecords, it.SpaceIndex, it.SpaceCatalog, it.SpaceQueue, it.SpaceUsage, it.SpaceRecordType} {
+		assert.NotZero(t, spaces[want], "space %d", want)
+	}
+}
+
+// FuzzParseKey: ParseKey never panics, and what it returns are pieces of
+// the key, in order.
+func FuzzParseKey(f *testing.F) {
+	for _, k := range [][]byte{
+		[]byte("\x02t\x00\x15\x00\x02a\x00"), []byte("\x02t\x00\x15\x01\x02i\x00\x15\x01\x02R\x00\x02a\x00"), {0x02}, {},
+	} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key []byte) {
+		k, ok := it.ParseKey(key)
+		if !ok {
+			return
+		}
+		require.True(t, bytes.HasPrefix(key, k.Table))
+		require.True(t, bytes.HasSuffix(key, k.Rest))
+		if k.Lead != nil {
+			through := key[:len(key)-len(k.Rest)]
+			require.True(t, bytes.HasSuffix(through, k.Lead))
+			_, rest, err := it.DecodeElement(k.Lead)
+			require.NoError(t, err)
+			require.Empty(t, rest)
+		}
+	})
+}
