@@ -177,15 +177,15 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 	if err != nil {
 		return nil, err
 	}
-	// The table's own primary key and layout, where the store keeps none (a
+	// The table's own primary key and record type, where the store keeps none (a
 	// read-only store, a type with its own JSON encoding).
 	info.PrimaryKey = nil
 	for _, f := range t.pk {
 		info.PrimaryKey = append(info.PrimaryKey, f.name)
 	}
-	if info.Layout == "" {
+	if info.RecordType == "" {
 		if desc, err := describeType(nil, t.rtype, false); err == nil {
-			info.Layout = string(desc) // by kinds and names: which fields are slices
+			info.RecordType = string(desc) // by kinds and names: which fields are slices
 		}
 	}
 	stats, err := t.Stats(ctx)
@@ -205,7 +205,7 @@ func (t *Table[T]) Advise(ctx context.Context, opts AdviseOptions) ([]Finding, e
 // readable are judged; one that no rule objects to has no finding. The
 // primary key is table's PrimaryKey, else that of its index definitions;
 // which key fields of a multi-valued index are slices is read from its
-// Layout.
+// RecordType.
 func Findings(table TableInfo, stats TableStats, usage TableUsage, opts AdviseOptions) []Finding {
 	o := opts.withDefaults()
 	var out []Finding
@@ -282,15 +282,15 @@ func projectionReason(d *IndexDefinition, multi []string, u IndexUsage) string {
 	case len(extra) == 0 && len(maybe) == 0:
 		return fmt.Sprintf("all %d reads named only key fields (%v): KeysOnly would answer them from its entries, with no copy of the records", u.Reads, read)
 	case len(extra) == 0:
-		return fmt.Sprintf("all %d reads named only fields among %v: KeysOnly would answer them from its entries if none of %v is a slice field of the index, else Partial with Projection of those that are (the table keeps no layout to tell), with no whole copy of the records", u.Reads, read, maybe)
+		return fmt.Sprintf("all %d reads named only fields among %v: KeysOnly would answer them from its entries if none of %v is a slice field of the index, else Partial with Projection of those that are (the table keeps no record type to tell), with no whole copy of the records", u.Reads, read, maybe)
 	case len(maybe) > 0:
-		return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v, and those of %v that are slice fields of the index (the table keeps no layout to tell), would answer them from its entries, with no whole copy of the records", u.Reads, read, extra, maybe)
+		return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v, and those of %v that are slice fields of the index (the table keeps no record type to tell), would answer them from its entries, with no whole copy of the records", u.Reads, read, extra, maybe)
 	}
 	return fmt.Sprintf("all %d reads named only fields among %v: Partial with Projection %v would answer them from its entries, with no whole copy of the records", u.Reads, read, extra)
 }
 
 // sliceFields returns the key fields of the multi-valued index that d
-// defines that are slices, which its entries do not hold: as the layout of
+// defines that are slices, which its entries do not hold: as the record type of
 // table says, or the lone key field (a multi-valued index has one); nil
 // when that is not known, and for any other index.
 func sliceFields(table TableInfo, d *IndexDefinition) []string {
@@ -300,15 +300,15 @@ func sliceFields(table TableInfo, d *IndexDefinition) []string {
 	if len(d.Fields) == 1 {
 		return d.Fields
 	}
-	rt, err := layoutType(table.Layout)
-	if table.Layout == "" || err != nil || rt.Kind() != reflect.Struct {
+	rt, err := describedType(table.RecordType)
+	if table.RecordType == "" || err != nil || rt.Kind() != reflect.Struct {
 		return nil
 	}
 	out := []string{}
 	for _, name := range d.Fields {
 		f, err := lookupField(rt, name, true)
 		if err != nil {
-			return nil // a layout other than the index's
+			return nil // a record type other than the index's
 		}
 		if f.multi {
 			out = append(out, name)

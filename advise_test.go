@@ -397,33 +397,33 @@ func TestFindingsOfAFilterOnNoField(t *testing.T) {
 // single-valued key fields (Query.Covered), not its slice fields; the
 // projection rule took every key field of a MultiValued index as missing,
 // and proposed a projection where KeysOnly would answer the reads. Which
-// key fields are slices is read from the table's layout; without one, only
+// key fields are slices is read from the table's record type; without one, only
 // a lone key field is known to be one.
 func TestFindingsProjectionOfAMultiValuedIndexLacksOnlyItsSliceFields(t *testing.T) {
-	const layout = `struct{ID int "";Country string "";Tags []string "";Note string "";}`
+	const desc = `struct{ID int "";Country string "";Tags []string "";Note string "";}`
 	for _, tc := range []struct {
 		name   string
-		layout string
+		desc   string
 		fields []string // the index's key fields
 		read   []string // the fields every read named
 		want   string
 	}{
-		{"single-valued key fields", layout, []string{"Country", "Tags"}, []string{"ID", "Country"},
+		{"single-valued key fields", desc, []string{"Country", "Tags"}, []string{"ID", "Country"},
 			"all 50 reads named only key fields ([Country ID]): KeysOnly would answer them from its entries, with no copy of the records"},
-		{"a slice field", layout, []string{"Country", "Tags"}, []string{"ID", "Country", "Tags"},
+		{"a slice field", desc, []string{"Country", "Tags"}, []string{"ID", "Country", "Tags"},
 			"all 50 reads named only fields among [Country ID Tags]: Partial with Projection [Tags] would answer them from its entries, with no whole copy of the records"},
-		{"a slice field and another", layout, []string{"Country", "Tags"}, []string{"Tags", "Note"},
+		{"a slice field and another", desc, []string{"Country", "Tags"}, []string{"Tags", "Note"},
 			"all 50 reads named only fields among [Note Tags]: Partial with Projection [Note Tags] would answer them from its entries, with no whole copy of the records"},
-		{"a lone key field, without a layout", "", []string{"Tags"}, []string{"ID", "Tags"},
+		{"a lone key field, without a record type", "", []string{"Tags"}, []string{"ID", "Tags"},
 			"all 50 reads named only fields among [ID Tags]: Partial with Projection [Tags] would answer them from its entries, with no whole copy of the records"},
-		{"key fields without a layout", "", []string{"Country", "Tags"}, []string{"ID", "Country"},
-			"all 50 reads named only fields among [Country ID]: KeysOnly would answer them from its entries if none of [Country] is a slice field of the index, else Partial with Projection of those that are (the table keeps no layout to tell), with no whole copy of the records"},
-		{"key fields and another, without a layout", "", []string{"Country", "Tags"}, []string{"Country", "Note"},
-			"all 50 reads named only fields among [Country Note]: Partial with Projection [Note], and those of [Country] that are slice fields of the index (the table keeps no layout to tell), would answer them from its entries, with no whole copy of the records"},
+		{"key fields without a record type", "", []string{"Country", "Tags"}, []string{"ID", "Country"},
+			"all 50 reads named only fields among [Country ID]: KeysOnly would answer them from its entries if none of [Country] is a slice field of the index, else Partial with Projection of those that are (the table keeps no record type to tell), with no whole copy of the records"},
+		{"key fields and another, without a record type", "", []string{"Country", "Tags"}, []string{"Country", "Note"},
+			"all 50 reads named only fields among [Country Note]: Partial with Projection [Note], and those of [Country] that are slice fields of the index (the table keeps no record type to tell), would answer them from its entries, with no whole copy of the records"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			def := &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: tc.fields, Strategy: it.FullCopy, MultiValued: true}
-			info := it.TableInfo{Name: "m", PrimaryKey: []string{"ID"}, Codec: "json", Layout: tc.layout,
+			info := it.TableInfo{Name: "m", PrimaryKey: []string{"ID"}, Codec: "json", RecordType: tc.desc,
 				Indexes: []it.IndexInfo{{IndexStatus: it.IndexStatus{Name: "ct", State: it.IndexReadable, Generation: 1}, Definition: def}}}
 			stats := it.TableStats{Records: 1000, Indexes: []it.IndexStats{{Index: "ct", Entries: 3000, DistinctKeys: 3000, CommonEntries: 1}}}
 			fields := map[string]int64{}
@@ -436,7 +436,7 @@ func TestFindingsProjectionOfAMultiValuedIndexLacksOnlyItsSliceFields(t *testing
 	}
 }
 
-// pricedPlace has its own JSON encoding (Price): the store keeps no layout
+// pricedPlace has its own JSON encoding (Price): the store keeps no record type
 // of it.
 type pricedPlace struct {
 	ID      int
@@ -447,12 +447,12 @@ type pricedPlace struct {
 
 // TestAdviseProjectionOfAMultiValuedIndex: what the rule proposes answers
 // the reads from the entries; Advise knows the slice fields from the
-// layout the table keeps, or from the table when it keeps none.
+// record type the table keeps, or from the table when it keeps none.
 func TestAdviseProjectionOfAMultiValuedIndex(t *testing.T) {
-	t.Run("a layout kept", func(t *testing.T) {
+	t.Run("a record type kept", func(t *testing.T) {
 		adviseProjectionOfAMultiValuedIndex(t, place{ID: 1, Country: "US", Tags: []string{"a", "b"}})
 	})
-	t.Run("no layout kept", func(t *testing.T) {
+	t.Run("no record type kept", func(t *testing.T) {
 		adviseProjectionOfAMultiValuedIndex(t, pricedPlace{ID: 1, Country: "US", Tags: []string{"a", "b"}})
 	})
 }

@@ -27,8 +27,8 @@ type BuildOptions struct {
 	// Maintainer configures how Build applies the changes it queues on a
 	// store with partitioned atomicity (see Build). Partition is ignored:
 	// Build applies each partition of the queue in turn. Partitions 0 takes
-	// the split of the table's maintainers holding leases, if any, else 1;
-	// while maintainers of another split hold leases, Build waits for them.
+	// the partitioning of the table's maintainers holding leases, if any, else 1;
+	// while maintainers of another partitioning hold leases, Build waits for them.
 	Maintainer MaintainerOptions
 }
 

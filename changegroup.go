@@ -16,8 +16,8 @@ type changeGroup struct {
 	fact    []byte        // the record as read; nil: none
 	ops     []Op          // the batch that applies them: guard, then mutations
 	guard   int           // ops[:guard] expect the record and remove the changes
-	split   bool          // the index mutations do not fit one batch with the rest
-	marker  Op            // when split: the marker applySplit writes first
+	inSteps bool          // the index mutations do not fit one batch with the rest
+	marker  Op            // when inSteps: the marker applyInSteps writes first
 	planned error         // why the changes cannot be planned, if they cannot
 	done    bool          // applied
 	want    []*indexTable // the indexes the changes' entries are of
@@ -47,8 +47,8 @@ func (g *changeGroup) changesRecord() bool {
 // why it cannot. The batch expects the record as read and every change
 // record, deletes the change records, and makes the index mutations: the
 // expectations and deletions first, the mutations after them, for
-// applySplit. When the batch does not fit the atomicity scope atom, g is
-// marked split, and its changes are cut to the oldest that applySplit's
+// applyInSteps. When the batch does not fit the atomicity scope atom, g is
+// marked inSteps, and its changes are cut to the oldest that applyInSteps's
 // guard can remove in one batch; the rest wait for the next pass, which
 // is safe: each pass deletes the entries of the versions its changes name
 // and puts those of the record as it is.
@@ -65,8 +65,8 @@ func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) erro
 		if err := t.planChanges(view, g, g.factKey, fact); err != nil {
 			return err
 		}
-		g.split = atom.Allows(&Batch{ops: g.ops}) != nil
-		if !g.split {
+		g.inSteps = atom.Allows(&Batch{ops: g.ops}) != nil
+		if !g.inSteps {
 			return nil
 		}
 		// The marker holds the record as read: it must clean up after
@@ -80,7 +80,7 @@ func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) erro
 		}
 		key, value := t.changeRecord(g.pk, fact, fact != nil, scope)
 		g.marker = Op{Kind: OpPut, Key: key, Value: value}
-		err := atom.Allows(&Batch{ops: splitGuard(g)})
+		err := atom.Allows(&Batch{ops: lastStep(g)})
 		if err == nil {
 			return nil
 		}
@@ -91,9 +91,9 @@ func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) erro
 	}
 }
 
-// splitGuard returns the last batch of applySplit: g's guard, and the
+// lastStep returns the last batch of applyInSteps: g's guard, and the
 // removal of its marker.
-func splitGuard(g *changeGroup) []Op {
+func lastStep(g *changeGroup) []Op {
 	return append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: g.marker.Key, Value: g.marker.Value}, Op{Kind: OpDelete, Key: g.marker.Key})
 }
 
@@ -194,7 +194,7 @@ func (t *Table[T]) earlierEntries(view *indexView, g *changeGroup, want []*index
 	return before, strays, nil
 }
 
-// applySplit applies the changes of one record whose index mutations do not
+// applyInSteps applies the changes of one record whose index mutations do not
 // fit one batch with its change records, in three steps:
 //
 //  1. a marker, a change record whose earlier version is the record as
@@ -215,7 +215,7 @@ func (t *Table[T]) earlierEntries(view *indexView, g *changeGroup, want []*index
 // It returns nil when the change records are removed, errOvertaken when a
 // write overtook step 1, which wrote nothing, and errChangesMoved when the
 // change records changed.
-func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) error {
+func (t *Table[T]) applyInSteps(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) error {
 	// g.ops[0] expects the record as read.
 	err := t.store.Apply(ctx, &Batch{ops: []Op{g.ops[0], g.marker}})
 	if errors.Is(err, ErrConflict) {
@@ -232,7 +232,7 @@ func (t *Table[T]) applySplit(ctx context.Context, view *indexView, g *changeGro
 		return err
 	}
 	view.noteMutations(g.ops[g.guard:], g.changesRecord())
-	err = t.store.Apply(ctx, &Batch{ops: splitGuard(g)})
+	err = t.store.Apply(ctx, &Batch{ops: lastStep(g)})
 	if errors.Is(err, ErrConflict) {
 		err = t.store.Apply(ctx, &Batch{ops: g.ops[1:g.guard]})
 		if errors.Is(err, ErrConflict) {

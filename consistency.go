@@ -20,7 +20,7 @@ import (
 // entries to delete; it computes the entries to put from the fact record as
 // it is when the change is applied. The pending changes of one record are
 // applied together, in one batch that expects the fact record as read and
-// removes the change records (on a bounded store, in the steps applySplit
+// removes the change records (on a bounded store, in the steps applyInSteps
 // describes): replaying a change is harmless, an older change never
 // overwrites a newer one, and the queue alone is enough to resume after a
 // crash. WaitIndexed waits for the changes committed before

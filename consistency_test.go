@@ -430,7 +430,7 @@ func TestOverlappingMaintainers(t *testing.T) {
 }
 
 // hookedStore is a memory store with a bounded atomicity scope, which it
-// enforces, and hooks into a maintainer's split apply: afterMarker runs
+// enforces, and hooks into a maintainer applying in steps: afterMarker runs
 // once, right after the marker is written (a batch of an expectation and
 // one put into the queue), and beforeMutations once, before the first
 // batch without an expectation (the first piece of mutations).
@@ -461,11 +461,11 @@ func (s *hookedStore) Apply(ctx context.Context, b *it.Batch) error {
 	return err
 }
 
-// TestSplitApplyRacingASynchronousWrite: on a bounded store, a write that
+// TestApplyInStepsRacingASynchronousWrite: on a bounded store, a write that
 // fits (so queues nothing) lands between the maintainer's read of a record
 // and its mutations, which put back an entry the write removed. The marker
 // the maintainer wrote first makes the next pass delete it.
-func TestSplitApplyRacingASynchronousWrite(t *testing.T) {
+func TestApplyInStepsRacingASynchronousWrite(t *testing.T) {
 	ctx := context.Background()
 	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
 	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
@@ -509,12 +509,12 @@ func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 	requireNoDrift(t, tbl)
 }
 
-// TestLeaseKeepsOtherSplitsOut: while a maintainer of one split of the
+// TestLeaseKeepsOtherPartitioningsOut: while a maintainer of one partitioning of the
 // queue (Partitions 1) applies a record's changes in pieces, neither
-// maintainer of another split (Partitions 2) may start, nor a Build that
+// maintainer of another partitioning (Partitions 2) may start, nor a Build that
 // applies what it queued. (A maintainer takes its lease when it has a
 // change to apply: there are records in both partitions.)
-func TestLeaseKeepsOtherSplitsOut(t *testing.T) {
+func TestLeaseKeepsOtherPartitioningsOut(t *testing.T) {
 	ctx := context.Background()
 	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy})
@@ -539,17 +539,17 @@ func TestLeaseKeepsOtherSplitsOut(t *testing.T) {
 	}
 	for p := range 2 {
 		n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{Partition: p, Partitions: 2})
-		require.NoError(t, err, "the lease of the other split is released")
+		require.NoError(t, err, "the lease of the other partitioning is released")
 		require.Positive(t, n, "partition %d of 2", p)
 	}
 	catchUp(t, tbl)
 	requireNoDrift(t, tbl)
 }
 
-// TestLeaseTakenOverByAnotherSplit: a maintainer whose lease expired while
+// TestLeaseTakenOverByAnotherPartitioning: a maintainer whose lease expired while
 // it applied a record's changes in pieces, and which maintainers of another
-// split took over, cannot renew it, and stops.
-func TestLeaseTakenOverByAnotherSplit(t *testing.T) {
+// partitioning took over, cannot renew it, and stops.
+func TestLeaseTakenOverByAnotherPartitioning(t *testing.T) {
 	ctx := context.Background()
 	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
 	tbl := openWith(t, s, indexByName("town"), indexByName("name"))
@@ -565,7 +565,7 @@ func TestLeaseTakenOverByAnotherSplit(t *testing.T) {
 	}
 	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{LeaseTTL: ttl})
 	require.ErrorIs(t, err, it.ErrConflict)
-	assert.Contains(t, err.Error(), "another split took over")
+	assert.Contains(t, err.Error(), "another partitioning took over")
 	requireNoDrift(t, tbl)
 }
 
@@ -627,10 +627,10 @@ func TestLapsedLeaseStopsTheMutations(t *testing.T) {
 	requireNoDrift(t, tbl)
 }
 
-// TestSplitAppliesUnderAByteBound: with a bound on batch bytes, the
-// marker's own size decides whether a split apply fits; every change is
+// TestApplyInStepsUnderAByteBound: with a bound on batch bytes, the
+// marker's own size decides whether applying in steps fits; every change is
 // applied and no marker is left, whatever the record's size.
-func TestSplitAppliesUnderAByteBound(t *testing.T) {
+func TestApplyInStepsUnderAByteBound(t *testing.T) {
 	ctx := context.Background()
 	queued, refused := 0, 0
 	for maxBytes := 300; maxBytes <= 1500; maxBytes += 10 {
@@ -989,12 +989,12 @@ func TestPassTakesWhatWasQueuedBeforeIt(t *testing.T) {
 	requireNoDrift(t, writer)
 }
 
-// TestOvertakenSplitApplyTradesItsChangesForItsMarker: on a bounded store,
+// TestOvertakenApplyInStepsTradesItsChangesForItsMarker: on a bounded store,
 // a write that lands while a record's mutations go in pieces makes the
 // last step conflict. The change records go all the same (their mutations
 // are in), and the marker stays for the version read; they stayed too,
 // so a record under constant writes kept every change it ever queued.
-func TestOvertakenSplitApplyTradesItsChangesForItsMarker(t *testing.T) {
+func TestOvertakenApplyInStepsTradesItsChangesForItsMarker(t *testing.T) {
 	ctx := context.Background()
 	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
 	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})

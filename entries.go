@@ -80,7 +80,7 @@ func containsKey(keys [][]byte, k []byte) bool {
 
 // factEntries returns the entries in indexes of the record stored as fact.
 func (t *Table[T]) factEntries(indexes []*indexTable, fact, pk []byte) ([]entry, error) {
-	_, payload, err := splitFact(fact)
+	_, payload, err := decodeFact(fact)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(pk), err)
 	}

@@ -291,11 +291,11 @@ func (ix *indexTable) appendEntries(dst []entry, rv reflect.Value, pk, payload [
 	return dst, nil
 }
 
-// splitEntry returns the encoded primary key and the payload held by an
+// decodeEntry returns the encoded primary key and the payload held by an
 // index entry; pkArity is the number of primary key components.
-func (ix *indexTable) splitEntry(key, value []byte, pkArity int) (pk, payload []byte, err error) {
+func (ix *indexTable) decodeEntry(key, value []byte, pkArity int) (pk, payload []byte, err error) {
 	if ix.unique {
-		return ix.splitUnique(value)
+		return ix.decodeUnique(value)
 	}
 	rest := key[len(ix.prefix):]
 	var offsets [8]int
@@ -314,9 +314,9 @@ func (ix *indexTable) splitEntry(key, value []byte, pkArity int) (pk, payload []
 	return rest[ends[len(ends)-pkArity-1]:], value, nil
 }
 
-// splitUnique returns the encoded primary key and the payload held by the
+// decodeUnique returns the encoded primary key and the payload held by the
 // value of a unique index entry: the key's length, the key, the payload.
-func (ix *indexTable) splitUnique(value []byte) (pk, payload []byte, err error) {
+func (ix *indexTable) decodeUnique(value []byte) (pk, payload []byte, err error) {
 	n, w := binary.Uvarint(value)
 	if w <= 0 || uint64(len(value)-w) < n {
 		return nil, nil, fmt.Errorf("%w: index %q: entry value too short", ErrCodec, ix.name)

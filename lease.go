@@ -19,31 +19,31 @@ var errLeaseHeld = errors.New("leased to another maintainer")
 // space, then Partitions and Partition: the owner (8 bytes) and the expiry
 // (8 bytes, Unix nanoseconds).
 type lease struct {
-	key, value []byte
-	expires    time.Time // by this process's clock
-	split      []byte    // the key of the table's split record
+	key, value   []byte
+	expires      time.Time // by this process's clock
+	partitioning []byte    // the key of the table's partitioning record
 }
 
-// The split record, at the lease space's own key, names the split of the
+// The partitioning record, at the lease space's own key, names the partitioning of the
 // queue in force (its Partitions) and when its last lease expires: every
 // acquisition and renewal rewrites it, conditional on it, so maintainers
-// of two splits never hold leases at once, and one that takes over from
-// another split makes the old holders' renewals fail.
-func encodeSplit(partitions int, until time.Time) []byte {
+// of two partitionings never hold leases at once, and one that takes over from
+// another partitioning makes the old holders' renewals fail.
+func encodePartitioning(partitions int, until time.Time) []byte {
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(partitions))
 	return binary.BigEndian.AppendUint64(v, uint64(until.UnixNano()))
 }
 
-func decodeSplit(v []byte) (partitions int, until time.Time, ok bool) {
+func decodePartitioning(v []byte) (partitions int, until time.Time, ok bool) {
 	if len(v) != 16 {
 		return 0, time.Time{}, false
 	}
 	return int(binary.BigEndian.Uint64(v)), time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))), true
 }
 
-// liveSplit returns the Partitions of the maintainers that hold leases of
+// livePartitioning returns the Partitions of the maintainers that hold leases of
 // the table's queue now, or 0 when none does.
-func (t *Table[T]) liveSplit(ctx context.Context) (int, error) {
+func (t *Table[T]) livePartitioning(ctx context.Context) (int, error) {
 	v, err := t.store.Get(ctx, spacePrefix(t.prefix, SpaceLeases))
 	if errors.Is(err, ErrNotFound) {
 		return 0, nil
@@ -51,31 +51,31 @@ func (t *Table[T]) liveSplit(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n, until, ok := decodeSplit(v); ok && time.Now().Before(until) {
+	if n, until, ok := decodePartitioning(v); ok && time.Now().Before(until) {
 		return n, nil
 	}
 	return 0, nil
 }
 
 // acquireLease takes this maintainer's lease, unless another maintainer
-// holds it, or maintainers of another split of the queue (another
+// holds it, or maintainers of another partitioning of the queue (another
 // Partitions) hold leases: the two would apply the same records' changes
 // at once.
 func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lease, error) {
-	split := spacePrefix(t.prefix, SpaceLeases)
+	partitioning := spacePrefix(t.prefix, SpaceLeases)
 	key := leaseKey(t.prefix, o.Partitions, o.Partition)
-	held, err := t.store.GetMany(ctx, [][]byte{split, key}, nil)
+	held, err := t.store.GetMany(ctx, [][]byte{partitioning, key}, nil)
 	if err != nil {
 		return nil, err
 	}
-	l := &lease{key: key, split: split}
+	l := &lease{key: key, partitioning: partitioning}
 	l.value, l.expires = o.leaseValue()
 	var b Batch
 	until := l.expires
 	if sv := held[0]; sv == nil {
-		b.ExpectAbsent(split)
+		b.ExpectAbsent(partitioning)
 	} else {
-		n, end, ok := decodeSplit(sv)
+		n, end, ok := decodePartitioning(sv)
 		live := ok && time.Now().Before(end)
 		if live && n != o.Partitions {
 			return nil, fmt.Errorf("%w: %w: table %q: maintainers of %d partitions hold leases until %v (this one is partition %d of %d)",
@@ -84,9 +84,9 @@ func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lea
 		if live && end.After(until) {
 			until = end
 		}
-		b.ExpectValue(split, sv)
+		b.ExpectValue(partitioning, sv)
 	}
-	b.Put(split, encodeSplit(o.Partitions, until))
+	b.Put(partitioning, encodePartitioning(o.Partitions, until))
 	switch v := held[1]; {
 	case v == nil:
 		b.ExpectAbsent(key)
@@ -119,25 +119,25 @@ func (t *Table[T]) holdLease(ctx context.Context, l *lease, o *MaintainerOptions
 	if l == nil || time.Until(l.expires) > o.LeaseTTL/2 {
 		return nil
 	}
-	// The split record must still name this split, and last as long as
-	// the lease; another maintainer of the split may rewrite it meanwhile,
+	// The partitioning record must still name this partitioning, and last as long as
+	// the lease; another maintainer of the partitioning may rewrite it meanwhile,
 	// which makes this renewal read it again.
 	for attempt := 1; ; attempt++ {
-		sv, err := t.store.Get(ctx, l.split)
+		sv, err := t.store.Get(ctx, l.partitioning)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("table %q: renew the maintainer's lease: %w", t.name, err)
 		}
-		n, until, ok := decodeSplit(sv)
+		n, until, ok := decodePartitioning(sv)
 		if !ok || n != o.Partitions {
-			return fmt.Errorf("table %q: renew the maintainer's lease: %w: maintainers of another split took over", t.name, ErrConflict)
+			return fmt.Errorf("table %q: renew the maintainer's lease: %w: maintainers of another partitioning took over", t.name, ErrConflict)
 		}
 		var b Batch
 		b.ExpectValue(l.key, l.value)
 		next, expires := o.leaseValue()
 		b.Put(l.key, next)
-		b.ExpectValue(l.split, sv)
+		b.ExpectValue(l.partitioning, sv)
 		if until.Before(expires) {
-			b.Put(l.split, encodeSplit(n, expires))
+			b.Put(l.partitioning, encodePartitioning(n, expires))
 		}
 		err = t.store.Apply(ctx, &b)
 		if err == nil {
@@ -146,16 +146,16 @@ func (t *Table[T]) holdLease(ctx context.Context, l *lease, o *MaintainerOptions
 		}
 		if errors.Is(err, ErrConflict) && attempt < maxAttempts {
 			if v, gerr := t.store.Get(ctx, l.key); gerr == nil && bytes.Equal(v, l.value) {
-				continue // the split record moved; the lease is still ours
+				continue // the partitioning record moved; the lease is still ours
 			}
 		}
 		return fmt.Errorf("table %q: renew the maintainer's lease: %w", t.name, err)
 	}
 }
 
-// releaseLease gives l up, if it is still held, and shortens the split
-// record to the leases of its split still held, so that another split
-// need not wait for l to expire. A maintainer of the split that renews or
+// releaseLease gives l up, if it is still held, and shortens the partitioning
+// record to the leases of its partitioning still held, so that another partitioning
+// need not wait for l to expire. A maintainer of the partitioning that renews or
 // releases at the same time makes it try again.
 func (t *Table[T]) releaseLease(l *lease) {
 	ctx := context.Background()
@@ -163,8 +163,8 @@ func (t *Table[T]) releaseLease(l *lease) {
 		var b Batch
 		b.ExpectValue(l.key, l.value)
 		b.Delete(l.key)
-		if err := t.shortenSplit(ctx, &b, l); err != nil {
-			// Give the lease up at least; the split record expires.
+		if err := t.shortenPartitioning(ctx, &b, l); err != nil {
+			// Give the lease up at least; the partitioning record expires.
 			_ = t.store.Apply(ctx, &Batch{ops: b.Ops()[:2]})
 			return
 		}
@@ -178,20 +178,20 @@ func (t *Table[T]) releaseLease(l *lease) {
 	}
 }
 
-// shortenSplit adds to b, which releases l, the rewrite of the split
-// record to last as long as the other leases of l's split.
-func (t *Table[T]) shortenSplit(ctx context.Context, b *Batch, l *lease) error {
-	sv, err := t.store.Get(ctx, l.split)
+// shortenPartitioning adds to b, which releases l, the rewrite of the partitioning
+// record to last as long as the other leases of l's partitioning.
+func (t *Table[T]) shortenPartitioning(ctx context.Context, b *Batch, l *lease) error {
+	sv, err := t.store.Get(ctx, l.partitioning)
 	if err != nil {
 		return err
 	}
-	n, _, ok := decodeSplit(sv)
+	n, _, ok := decodePartitioning(sv)
 	if !ok {
-		return fmt.Errorf("%w: split record %q", ErrCodec, sv)
+		return fmt.Errorf("%w: partitioning record %q", ErrCodec, sv)
 	}
-	b.ExpectValue(l.split, sv)
+	b.ExpectValue(l.partitioning, sv)
 	until := time.Now()
-	others := appendInt(bytes.Clone(l.split), int64(n))
+	others := appendInt(bytes.Clone(l.partitioning), int64(n))
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: others, End: tupleEnd(others)}) {
 		if err != nil {
 			return err
@@ -204,7 +204,7 @@ func (t *Table[T]) shortenSplit(ctx context.Context, b *Batch, l *lease) error {
 			until = end
 		}
 	}
-	b.Put(l.split, encodeSplit(n, until))
+	b.Put(l.partitioning, encodePartitioning(n, until))
 	return nil
 }
 

@@ -182,7 +182,7 @@ func (t *Table[T]) checkDeletable(a Atomicity, pk []byte, entries []entry) error
 	return nil
 }
 
-// components splits an encoded tuple into its elements.
+// components cuts an encoded tuple into its elements.
 func components(tuple []byte) [][]byte {
 	var parts [][]byte
 	for off := 0; off < len(tuple); {

@@ -15,7 +15,7 @@ import (
 
 // MaintainerOptions configures a maintainer.
 type MaintainerOptions struct {
-	// Partition and Partitions split the queue between maintainers: this
+	// Partition and Partitions divide the queue between maintainers: this
 	// one applies the changes of the records whose primary key hashes
 	// (FNV-1a) to Partition modulo Partitions. Zero Partitions means one
 	// maintainer for all; at most 4096. Every maintainer of a table must
@@ -345,7 +345,7 @@ type stuckChanges struct {
 // and counts the failure in their records, rewriting each conditionally
 // on its value as read: once they failed o.MaxFailures times in a row with
 // one cause, it sets them aside, and logs that once. Changes that failed
-// together count as the most failed of them: a marker applySplit wrote
+// together count as the most failed of them: a marker applyInSteps wrote
 // before its mutations failed counts with the changes it stands for.
 func (t *Table[T]) unappliable(ctx context.Context, o *MaintainerOptions, s stuckChanges) error {
 	err := s.err
@@ -443,7 +443,7 @@ func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l 
 		g := &groups[i]
 		g.factKey, g.fact, g.all = keys[i], facts[i], g.changes
 		t.planGroup(view, g, atom)
-		if g.planned == nil && !g.split {
+		if g.planned == nil && !g.inSteps {
 			all.ops = append(all.ops, g.ops...)
 			joined = append(joined, g)
 		}
@@ -534,8 +534,8 @@ func (t *Table[T]) tryGroup(ctx context.Context, view *indexView, g *changeGroup
 			return 0, g.planned, nil
 		}
 		var err error
-		if g.split {
-			err = t.applySplit(ctx, view, g, l, o)
+		if g.inSteps {
+			err = t.applyInSteps(ctx, view, g, l, o)
 		} else if err = t.store.Apply(ctx, &Batch{ops: g.ops}); err == nil {
 			view.noteMutations(g.ops, g.changesRecord())
 		} else if errors.Is(err, ErrConflict) {

@@ -745,7 +745,7 @@ type fetcher[T any] struct {
 type pendingFact struct{ start, mid, end int }
 
 func (f *fetcher[T]) add(e Entry) error {
-	pk, _, err := f.ix.splitEntry(e.Key, e.Value, len(f.t.pk))
+	pk, _, err := f.ix.decodeEntry(e.Key, e.Value, len(f.t.pk))
 	if err != nil {
 		return err
 	}
@@ -794,7 +794,7 @@ func (f *fetcher[T]) decodeOwner(fact, entryKey, pk []byte, rec *T) (bool, error
 	if fact == nil {
 		return false, nil
 	}
-	_, payload, err := splitFact(fact)
+	_, payload, err := decodeFact(fact)
 	if err == nil {
 		err = f.t.decodeStored(payload, rec)
 	}
@@ -837,7 +837,7 @@ func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) 
 	if !rd.mayBePending(e) {
 		return true, t.decodeDirect(ix, e, &rd.rec)
 	}
-	pk, _, err := ix.splitEntry(e.Key, e.Value, len(t.pk))
+	pk, _, err := ix.decodeEntry(e.Key, e.Value, len(t.pk))
 	if err != nil {
 		return false, err
 	}
@@ -859,7 +859,7 @@ func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) 
 // costs a check), or, in a unique entry, by the primary key in its value.
 func (rd *reader[T]) mayBePending(e Entry) bool {
 	if ix := rd.plan.ix; ix.unique {
-		own, _, err := ix.splitUnique(e.Value)
+		own, _, err := ix.decodeUnique(e.Value)
 		return err != nil || slices.ContainsFunc(rd.pending, func(pk []byte) bool { return bytes.Equal(pk, own) })
 	}
 	for _, pk := range rd.pending {
@@ -877,14 +877,14 @@ func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
 	var err error
 	switch {
 	case ix == nil:
-		_, payload, err = splitFact(e.Value)
+		_, payload, err = decodeFact(e.Value)
 	case ix.strategy == FullCopy && !ix.unique:
 		payload = e.Value
 	default:
 		if ix.strategy != FullCopy {
 			return t.decodeCovered(ix, e.Key, e.Value, reflect.ValueOf(rec).Elem())
 		}
-		_, payload, err = ix.splitEntry(e.Key, e.Value, len(t.pk))
+		_, payload, err = ix.decodeEntry(e.Key, e.Value, len(t.pk))
 	}
 	if err == nil {
 		err = t.decodeStored(payload, rec)
@@ -911,7 +911,7 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 	// 0xFF after it would read as an escaped zero.
 	pkIn, pkOff, payload := key, 0, value
 	if ix.unique {
-		pk, rest, err := ix.splitUnique(value)
+		pk, rest, err := ix.decodeUnique(value)
 		if err != nil {
 			return err
 		}
@@ -929,7 +929,7 @@ func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.V
 	} else if !ix.unique {
 		// A computed key has no fields to decode; find where its primary
 		// key starts.
-		pk, _, err := ix.splitEntry(key, value, len(t.pk))
+		pk, _, err := ix.decodeEntry(key, value, len(t.pk))
 		if err != nil {
 			return err
 		}

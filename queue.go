@@ -73,9 +73,9 @@ func encodeFailed(f failure, inner []byte) []byte {
 	return v
 }
 
-// splitFailed decodes the value of a format 3 change record into its
+// decodeFailed decodes the value of a format 3 change record into its
 // failure and the value as queued.
-func splitFailed(value []byte) (failure, []byte, bool) {
+func decodeFailed(value []byte) (failure, []byte, bool) {
 	if len(value) < 2 || value[0] != changeFormatFailed {
 		return failure{}, nil, false
 	}
@@ -182,7 +182,7 @@ func encodeChange(dst []byte, now time.Time, scope byte, before []byte, existed 
 func decodeChange(key, value []byte) (change, error) {
 	c := change{key: key, value: value, queued: value}
 	if len(value) > 0 && value[0] == changeFormatFailed {
-		f, queued, ok := splitFailed(value)
+		f, queued, ok := decodeFailed(value)
 		c.failed = f
 		if !ok {
 			return c, fmt.Errorf("%w: change record %q: truncated failure", ErrCodec, key)
@@ -298,7 +298,7 @@ func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 // before it was called is applied (by it, or by maintainers running
 // elsewhere). Other changes it applies as it goes, but does not wait for.
 // It fails when one of the changes it waits for is one that a maintainer
-// cannot apply, and waits while maintainers of another split hold leases.
+// cannot apply, and waits while maintainers of another partitioning hold leases.
 func (t *Table[T]) applyQueued(ctx context.Context, o MaintainerOptions) error {
 	stuck := map[string]error{}
 	o.unappliable = func(key []byte, err error) { stuck[string(key)] = err }
@@ -306,7 +306,7 @@ func (t *Table[T]) applyQueued(ctx context.Context, o MaintainerOptions) error {
 	return t.waitApplied(ctx, scopeIndex, func(left [][]byte) error {
 		po := o
 		if po.Partitions == 0 {
-			n, err := t.liveSplit(ctx)
+			n, err := t.livePartitioning(ctx)
 			if err != nil {
 				return err
 			}
@@ -377,7 +377,7 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 // setAsideError returns the error of waitApplied for the change record
 // set aside at key, whose value is value.
 func (t *Table[T]) setAsideError(key, value []byte) error {
-	f, _, _ := splitFailed(value)
+	f, _, _ := decodeFailed(value)
 	record := any(fmt.Sprintf("%q", key))
 	if pk, err := t.changePK(key); err == nil {
 		record = decodeForError(pk)

@@ -142,7 +142,7 @@ func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (
 		if err != nil {
 			return IndexStats{}, err
 		}
-		pk, _, err := ix.splitEntry(e.Key, e.Value, pkArity)
+		pk, _, err := ix.decodeEntry(e.Key, e.Value, pkArity)
 		if err != nil {
 			return IndexStats{}, err
 		}

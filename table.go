@@ -151,8 +151,8 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	if err := t.loadCatalog(ctx, indexes); err != nil {
 		return nil, fmt.Errorf("table %q: catalog: %w", t.name, err)
 	}
-	if err := t.recordLayout(ctx); err != nil {
-		return nil, fmt.Errorf("table %q: record layout: %w", t.name, err)
+	if err := t.writeRecordType(ctx); err != nil {
+		return nil, fmt.Errorf("table %q: record type: %w", t.name, err)
 	}
 	return t, nil
 }
@@ -240,8 +240,8 @@ func factValue(fact []byte, v Version) []byte {
 	return fact[start:]
 }
 
-// splitFact decodes a fact record.
-func splitFact(value []byte) (Version, []byte, error) {
+// decodeFact decodes a fact record.
+func decodeFact(value []byte) (Version, []byte, error) {
 	v, n := binary.Uvarint(value)
 	if n <= 0 {
 		return 0, nil, fmt.Errorf("%w: fact record has no version", ErrCodec)
@@ -304,7 +304,7 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 		}
 		return rd.zero, 0, err
 	}
-	v, payload, err := splitFact(value)
+	v, payload, err := decodeFact(value)
 	if err == nil {
 		err = t.decodeStored(payload, &rd.rec)
 	}

@@ -25,15 +25,15 @@ type TableInfo struct {
 	// Indexes holds its indexes in name order, dropped ones left out.
 	Indexes []IndexInfo
 	// Codec names the codec of its records ("json", "binary", or a type)
-	// and Layout describes their type, as the table was last opened with;
-	// both are empty when no layout is kept (see VerifyTable).
-	Codec, Layout string
+	// and RecordType describes their type, as the table was last opened with;
+	// both are empty when no record type is kept (see VerifyTable).
+	Codec, RecordType string
 }
 
 // ReadCatalog lists the tables of store in name order, with their indexes
 // as their catalogs record them, without the program's record types: it is
 // for tools. A table that never had an index is listed with none; keys that
-// are no table's (a ShardedStore's layout record, say) are passed over.
+// are no table's (a ShardedStore's record type record, say) are passed over.
 func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 func readTableInfo(ctx context.Context, store Store, name string, prefix []byte) (TableInfo, error) {
 	info := TableInfo{Name: name}
 	var err error
-	if info.Codec, info.Layout, info.PrimaryKey, err = readLayout(ctx, store, prefix); err != nil {
+	if info.Codec, info.RecordType, info.PrimaryKey, err = readRecordType(ctx, store, prefix); err != nil {
 		return TableInfo{}, fmt.Errorf("table %q: %w", name, err)
 	}
 	space := spacePrefix(prefix, SpaceCatalog)
@@ -105,7 +105,7 @@ func readTableInfo(ctx context.Context, store Store, name string, prefix []byte)
 			ii.Definition, ii.Placement = &d, d.Placement
 		}
 		info.Indexes = append(info.Indexes, ii)
-		if len(info.PrimaryKey) == 0 && ii.Definition != nil { // kept by no layout
+		if len(info.PrimaryKey) == 0 && ii.Definition != nil { // kept by no record type
 			info.PrimaryKey = slices.Clone(ii.Definition.PrimaryKey)
 		}
 	}

@@ -449,7 +449,7 @@ func (v *verifier[T]) wanted(facts [][]byte) (want []entry, owner [][]byte, err 
 // names has the key of e.
 func (v *verifier[T]) ownedElsewhere(ctx context.Context, e entry, held []byte) (bool, error) {
 	t := v.t
-	pk, _, err := e.ix.splitUnique(held)
+	pk, _, err := e.ix.decodeUnique(held)
 	if err != nil {
 		return false, err
 	}
@@ -482,7 +482,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 			}
 			key := bytes.Clone(e.Key)
 			after = key
-			pk, _, err := ix.splitEntry(key, e.Value, len(t.pk))
+			pk, _, err := ix.decodeEntry(key, e.Value, len(t.pk))
 			if err != nil {
 				return err
 			}
@@ -661,7 +661,7 @@ func decodeTupleLoose(b []byte) Tuple {
 
 // VerifyTable is Verify for a tool without the program's record types: it
 // checks the table that ReadCatalog described as info, decoding its records
-// with the layout and codec the table keeps (the library's JSON or binary
+// with the record type and codec the table keeps (the library's JSON or binary
 // codec). Indexes with a Key func are not checked, since their keys come
 // from the program's code; the report's Skipped names them.
 func VerifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
@@ -677,7 +677,7 @@ func RepairTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 }
 
 // toolRecord stands for a record type a tool does not have: a table opened
-// by openTool holds records of its layout's type, and serves only Verify
+// by openTool holds records of its record type's type, and serves only Verify
 // and Repair, which go by that type.
 type toolRecord struct{}
 
@@ -701,7 +701,7 @@ func verifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 }
 
 // openTool builds, without touching the store, the table info describes,
-// with records of its layout's type and the indexes its catalog defines,
+// with records of its record type's type and the indexes its catalog defines,
 // at their generations and states; it returns the indexes it leaves out.
 func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error) {
 	var codec Codec
@@ -711,11 +711,11 @@ func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error)
 	case "binary":
 		codec = &BinaryCodec{}
 	case "":
-		return nil, nil, fmt.Errorf("%w: table %q keeps no record layout: open it once with this version of the library", errLayout, info.Name)
+		return nil, nil, fmt.Errorf("%w: table %q keeps no record type: open it once with this version of the library", errRecordType, info.Name)
 	default:
-		return nil, nil, fmt.Errorf("%w: table %q stores records with codec %s, which tools cannot decode", errLayout, info.Name, info.Codec)
+		return nil, nil, fmt.Errorf("%w: table %q stores records with codec %s, which tools cannot decode", errRecordType, info.Name, info.Codec)
 	}
-	rt, err := layoutType(info.Layout)
+	rt, err := describedType(info.RecordType)
 	if err != nil {
 		return nil, nil, fmt.Errorf("table %q: %w", info.Name, err)
 	}

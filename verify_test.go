@@ -395,10 +395,10 @@ func (m moneyAmount) MarshalJSON() ([]byte, error) {
 	return []byte(fmt.Sprintf("%.2f", float64(m))), nil
 }
 
-// TestRecordLayoutFollowsTheType: a table keeps the layout of the type it
-// was last opened with, drops it for a type no layout can stand for (tools
+// TestRecordTypeFollowsTheType: a table keeps the record type of the type it
+// was last opened with, drops it for a type no record type can stand for (tools
 // then refuse, saying why), and opens on a store that refuses writes.
-func TestRecordLayoutFollowsTheType(t *testing.T) {
+func TestRecordTypeFollowsTheType(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	schema := func() []it.Index[person] { return []it.Index[person]{indexByName("town")} }
@@ -411,7 +411,7 @@ func TestRecordLayoutFollowsTheType(t *testing.T) {
 	}
 	first := info()
 	require.Equal(t, "json", first.Codec)
-	require.Contains(t, first.Layout, `Town string`)
+	require.Contains(t, first.RecordType, `Town string`)
 
 	type slim struct {
 		ID   int
@@ -421,7 +421,7 @@ func TestRecordLayoutFollowsTheType(t *testing.T) {
 		Indexes: []it.Index[slim]{{Name: "town", Fields: []string{"Town"}}}})
 	require.NoError(t, err)
 	require.Equal(t, "binary", info().Codec)
-	require.Equal(t, `struct{ID int "";Town string "";}`, info().Layout)
+	require.Equal(t, `struct{ID int "";Town string "";}`, info().RecordType)
 
 	type priced struct {
 		ID    int
@@ -431,12 +431,12 @@ func TestRecordLayoutFollowsTheType(t *testing.T) {
 	_, err = it.Open(ctx, s, it.Schema[priced]{Name: "people", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[priced]{{Name: "town", Fields: []string{"Town"}}}})
 	require.NoError(t, err)
-	require.Empty(t, info().Layout, "a type with its own JSON encoding has no layout")
+	require.Empty(t, info().RecordType, "a type with its own JSON encoding has no record type")
 	_, err = it.VerifyTable(ctx, s, info(), it.VerifyOptions{})
-	require.ErrorContains(t, err, "keeps no record layout")
+	require.ErrorContains(t, err, "keeps no record type")
 
 	_, err = it.Open(ctx, readOnlyStore{s}, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: schema()})
-	require.NoError(t, err, "the layout is best effort")
+	require.NoError(t, err, "the record type is best effort")
 }
 
 // TestVerifyIgnoresWritesBetweenAnEntryAndItsRecord lands a delete, or an
@@ -565,8 +565,8 @@ func TestVerifyTableOfADefinitionWithoutPrimaryKey(t *testing.T) {
 }
 
 // TestVerifyTableErrorsMatchASentinel: the errors of VerifyTable
-// for a table whose layout or codec a tool cannot use wrapped only the
-// unexported errLayout ("record layout: ..."), which matched no sentinel;
+// for a table whose record type or codec a tool cannot use wrapped only the
+// unexported errRecordType ("record type: ..."), which matched no sentinel;
 // it is now ErrInvalidSchema, with one prefix.
 func TestVerifyTableErrorsMatchASentinel(t *testing.T) {
 	ctx := context.Background()
@@ -579,9 +579,9 @@ func TestVerifyTableErrorsMatchASentinel(t *testing.T) {
 		name string
 		edit func(*it.TableInfo)
 	}{
-		{"no layout kept", func(i *it.TableInfo) { i.Codec, i.Layout = "", "" }},
+		{"no record type kept", func(i *it.TableInfo) { i.Codec, i.RecordType = "", "" }},
 		{"a codec tools cannot decode", func(i *it.TableInfo) { i.Codec = "*main.myCodec" }},
-		{"a layout that does not parse", func(i *it.TableInfo) { i.Layout = "struct{ID nope;}" }},
+		{"a record type that does not parse", func(i *it.TableInfo) { i.RecordType = "struct{ID nope;}" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info := good

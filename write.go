@@ -232,7 +232,7 @@ func (t *Table[T]) readCurrent(ctx context.Context, view *indexView, a *writeAtt
 	if err != nil {
 		return err
 	}
-	version, payload, err := splitFact(value)
+	version, payload, err := decodeFact(value)
 	if err != nil {
 		return fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(a.pk), err)
 	}
@@ -389,8 +389,8 @@ func guardUnique(ctx context.Context, s Store, b *Batch, e entry) error {
 // sameOwner reports whether two values of the unique entry key name the
 // same record.
 func sameOwner(ix *indexTable, key, a, b []byte) bool {
-	pa, _, errA := ix.splitEntry(key, a, 0)
-	pb, _, errB := ix.splitEntry(key, b, 0)
+	pa, _, errA := ix.decodeEntry(key, a, 0)
+	pb, _, errB := ix.decodeEntry(key, b, 0)
 	return errA == nil && errB == nil && bytes.Equal(pa, pb)
 }
 
@@ -399,7 +399,7 @@ func uniqueViolation(ix *indexTable, key, held []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: index %q", ErrUniqueViolation, ix.name)
 	}
-	pk, _, err := ix.splitEntry(key, held, 0)
+	pk, _, err := ix.decodeEntry(key, held, 0)
 	if err != nil {
 		return fmt.Errorf("%w: index %q: key %v is taken", ErrUniqueViolation, ix.name, k)
 	}
@@ -431,8 +431,8 @@ func uniqueChange(old, new []entry) *indexTable {
 // fall back.
 func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, newEntries []entry) error {
 	oldEntries := a.oldEntries
-	oldIntra, oldInter := splitPlacement(oldEntries)
-	newIntra, newInter := splitPlacement(newEntries)
+	oldIntra, oldInter := byPlacement(oldEntries)
+	newIntra, newInter := byPlacement(newEntries)
 	if len(newIntra)+len(oldIntra) > 0 {
 		t.startBatch(a, 0)
 		if err := planEntries(ctx, t.store, a.b, oldIntra, newIntra); err != nil {
@@ -467,7 +467,7 @@ func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, newEntries []e
 }
 
 // worstGuard returns the largest batch a maintainer may need to apply the
-// change that b, a fallback write, queues: applySplit's last batch, which
+// change that b, a fallback write, queues: applyInSteps's last batch, which
 // expects the record and removes its change record and a marker holding a
 // copy of it. b starts with the record's guard and its write, and ends
 // with its change record (entries in the record's partition may come
@@ -494,9 +494,9 @@ func uniqueEntries(entries []entry) []entry {
 	return unique
 }
 
-// splitPlacement splits entries into those of IntraPartition indexes and
+// byPlacement divides entries into those of IntraPartition indexes and
 // the others.
-func splitPlacement(entries []entry) (intra, inter []entry) {
+func byPlacement(entries []entry) (intra, inter []entry) {
 	for _, e := range entries {
 		if e.ix.intra {
 			intra = append(intra, e)

@@ -13,46 +13,46 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type layoutInner struct {
+type rtInner struct {
 	A int
 	B []string `json:"b,omitempty"`
 }
 
-type LayoutEmbedded struct{ E string }
+type RTEmbedded struct{ E string }
 
-type layoutRecord struct {
+type rtRecord struct {
 	ID    string `json:"id"`
 	N     int8
 	U     uint64
 	F     float32
 	Ok    bool
 	T     time.Time
-	P     *layoutInner
-	S     []layoutInner
+	P     *rtInner
+	S     []rtInner
 	Arr   [3]int
-	M     map[string]*layoutInner
+	M     map[string]*rtInner
 	Bytes []byte
-	LayoutEmbedded
+	RTEmbedded
 	hidden int
 }
 
-// TestLayoutRoundTrip: the type a descriptor describes reads and writes
+// TestRecordTypeRoundTrip: the type a descriptor describes reads and writes
 // what the original type does, with both codecs, and describes itself the
 // same way.
-func TestLayoutRoundTrip(t *testing.T) {
-	rt := reflect.TypeFor[layoutRecord]()
+func TestRecordTypeRoundTrip(t *testing.T) {
+	rt := reflect.TypeFor[rtRecord]()
 	desc, err := describeType(nil, rt, true)
 	require.NoError(t, err)
 	t.Log(string(desc))
-	dyn, err := layoutType(string(desc))
+	dyn, err := describedType(string(desc))
 	require.NoError(t, err)
 	again, err := describeType(nil, dyn, true)
 	require.NoError(t, err)
 	require.Equal(t, string(desc), string(again))
 
-	rec := layoutRecord{ID: "x", N: -3, U: 1 << 60, F: 1.5, Ok: true, T: time.Date(2026, 11, 24, 1, 2, 3, 4, time.UTC),
-		P: &layoutInner{A: 1, B: []string{"a"}}, S: []layoutInner{{A: 2}}, Arr: [3]int{1, 2, 3},
-		M: map[string]*layoutInner{"k": {A: 3}}, Bytes: []byte{0, 1}, LayoutEmbedded: LayoutEmbedded{E: "e"}, hidden: 9}
+	rec := rtRecord{ID: "x", N: -3, U: 1 << 60, F: 1.5, Ok: true, T: time.Date(2026, 11, 24, 1, 2, 3, 4, time.UTC),
+		P: &rtInner{A: 1, B: []string{"a"}}, S: []rtInner{{A: 2}}, Arr: [3]int{1, 2, 3},
+		M: map[string]*rtInner{"k": {A: 3}}, Bytes: []byte{0, 1}, RTEmbedded: RTEmbedded{E: "e"}, hidden: 9}
 	for _, c := range []Codec{JSONCodec{}, &BinaryCodec{}} {
 		b, err := c.Marshal(&rec)
 		require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestLayoutRoundTrip(t *testing.T) {
 	withAny := struct{ A any }{A: map[string]any{"k": 1.5}}
 	desc, err = describeType(nil, reflect.TypeOf(withAny), true)
 	require.NoError(t, err)
-	dyn, err = layoutType(string(desc))
+	dyn, err = describedType(string(desc))
 	require.NoError(t, err)
 	b, err := JSONCodec{}.Marshal(withAny)
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestLayoutRoundTrip(t *testing.T) {
 	require.Equal(t, withAny.A, v.Elem().Field(0).Interface())
 }
 
-func TestLayoutRefusesWhatNoCodecStores(t *testing.T) {
+func TestRecordTypeRefusesWhatNoCodecStores(t *testing.T) {
 	type node struct{ Next *node }
 	for _, v := range []any{
 		struct{ C chan int }{},
@@ -89,18 +89,18 @@ func TestLayoutRefusesWhatNoCodecStores(t *testing.T) {
 		struct{ C complex128 }{},
 	} {
 		_, err := describeType(nil, reflect.TypeOf(v), false)
-		require.ErrorIs(t, err, errLayout, "%T", v)
+		require.ErrorIs(t, err, errRecordType, "%T", v)
 	}
 	// What JSON stores by methods, or promotes from an unexported embedded
 	// struct, a descriptor cannot stand for; the binary codec goes by kinds.
 	for _, v := range []any{
-		struct{ M layoutMoney }{},
-		struct{ K map[layoutText]int }{},
-		struct{ P *layoutText }{},
-		struct{ layoutHidden }{},
+		struct{ M rtMoney }{},
+		struct{ K map[rtText]int }{},
+		struct{ P *rtText }{},
+		struct{ rtHidden }{},
 	} {
 		_, err := describeType(nil, reflect.TypeOf(v), true)
-		require.ErrorIs(t, err, errLayout, "%T", v)
+		require.ErrorIs(t, err, errRecordType, "%T", v)
 		_, err = describeType(nil, reflect.TypeOf(v), false)
 		require.NoError(t, err, "%T", v)
 	}
@@ -108,35 +108,35 @@ func TestLayoutRefusesWhatNoCodecStores(t *testing.T) {
 		By string
 		time.Time
 	}](), false)
-	require.ErrorIs(t, err, errLayout, "an embedded time.Time")
+	require.ErrorIs(t, err, errRecordType, "an embedded time.Time")
 	for _, s := range []string{"", "struct{", "struct{a int \"\";}", "struct{A int;}", "map[[]int]int", "[x]int", "int8x", "struct{A nope \"\";}"} {
-		_, err := layoutType(s)
-		require.ErrorIs(t, err, errLayout, "%q", s)
+		_, err := describedType(s)
+		require.ErrorIs(t, err, errRecordType, "%q", s)
 	}
 }
 
 type fmtStringer interface{ String() string }
 
-type layoutMoney float64
+type rtMoney float64
 
-func (m layoutMoney) MarshalJSON() ([]byte, error) {
+func (m rtMoney) MarshalJSON() ([]byte, error) {
 	return []byte(fmt.Sprintf("%.2f", float64(m))), nil
 }
 
-type layoutText [4]byte
+type rtText [4]byte
 
-func (x *layoutText) UnmarshalText([]byte) error { return nil }
+func (x *rtText) UnmarshalText([]byte) error { return nil }
 
-type layoutHidden struct{ City string }
+type rtHidden struct{ City string }
 
-// FuzzLayoutType: no descriptor panics, and one that parses describes a
+// FuzzRecordType: no descriptor panics, and one that parses describes a
 // type that parses to the same type.
-func FuzzLayoutType(f *testing.F) {
-	desc, _ := describeType(nil, reflect.TypeFor[layoutRecord](), true)
+func FuzzRecordType(f *testing.F) {
+	desc, _ := describeType(nil, reflect.TypeFor[rtRecord](), true)
 	f.Add(string(desc))
 	f.Add("map[string][2]*struct{embed A struct{} \"x\";}")
 	f.Fuzz(func(t *testing.T, s string) {
-		rt, err := layoutType(s)
+		rt, err := describedType(s)
 		if err != nil {
 			return
 		}
@@ -144,24 +144,24 @@ func FuzzLayoutType(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q parsed to %v, which does not describe: %v", s, rt, err)
 		}
-		rt2, err := layoutType(string(d))
+		rt2, err := describedType(string(d))
 		if err != nil || rt2 != rt {
 			t.Fatalf("%q: %v, then %q: %v, %v", s, rt, d, rt2, err)
 		}
 	})
 }
 
-// layoutVisit is the record of the primary key tests.
-type layoutVisit struct {
+// rtVisit is the record of the primary key tests.
+type rtVisit struct {
 	Region string
 	ID     int
 	Age    int
 }
 
-// layoutPriced has its own JSON encoding: no descriptor stands for it.
-type layoutPriced struct {
+// rtPriced has its own JSON encoding: no descriptor stands for it.
+type rtPriced struct {
 	ID    int
-	Price layoutMoney
+	Price rtMoney
 }
 
 // refusingStore refuses every batch, as a store opened read-only does.
@@ -169,31 +169,31 @@ type refusingStore struct{ Store }
 
 func (refusingStore) Apply(context.Context, *Batch) error { return errors.New("read-only") }
 
-// TestLayoutKeepsThePrimaryKey: a table keeps its primary key fields with
-// its layout, in order, with indexes or none, and with no layout for a
+// TestRecordTypeKeepsThePrimaryKey: a table keeps its primary key fields with
+// its record type, in order, with indexes or none, and with no record type for a
 // type that no descriptor stands for, so that a tool (ReadCatalog, then
 // Findings) knows the primary key of a table without indexes; it learned
 // it from index definitions only.
-func TestLayoutKeepsThePrimaryKey(t *testing.T) {
+func TestRecordTypeKeepsThePrimaryKey(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name       string
-		open       func(Store) error
-		pk         []string
-		codec      string
-		withLayout bool
+		name     string
+		open     func(Store) error
+		pk       []string
+		codec    string
+		withType bool
 	}{
 		{"no index", func(s Store) error {
-			_, err := Open(ctx, s, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+			_, err := Open(ctx, s, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}})
 			return err
 		}, []string{"ID"}, "json", true},
 		{"a composite primary key", func(s Store) error {
-			_, err := Open(ctx, s, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"Region", "ID"}, Codec: &BinaryCodec{},
-				Indexes: []Index[layoutVisit]{{Name: "age", Fields: []string{"Age"}}}})
+			_, err := Open(ctx, s, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"Region", "ID"}, Codec: &BinaryCodec{},
+				Indexes: []Index[rtVisit]{{Name: "age", Fields: []string{"Age"}}}})
 			return err
 		}, []string{"Region", "ID"}, "binary", true},
-		{"no layout", func(s Store) error {
-			_, err := Open(ctx, s, Schema[layoutPriced]{Name: "t", PrimaryKey: []string{"ID"}})
+		{"no record type", func(s Store) error {
+			_, err := Open(ctx, s, Schema[rtPriced]{Name: "t", PrimaryKey: []string{"ID"}})
 			return err
 		}, []string{"ID"}, "", false},
 	} {
@@ -205,30 +205,30 @@ func TestLayoutKeepsThePrimaryKey(t *testing.T) {
 			require.Len(t, tables, 1)
 			assert.Equal(t, tc.pk, tables[0].PrimaryKey)
 			assert.Equal(t, tc.codec, tables[0].Codec)
-			assert.Equal(t, tc.withLayout, tables[0].Layout != "", tables[0].Layout)
+			assert.Equal(t, tc.withType, tables[0].RecordType != "", tables[0].RecordType)
 		})
 	}
 }
 
-// TestLayoutOfFormat1Decodes: a layout that an earlier version kept, with
+// TestRecordTypeOfFormat1Decodes: a record type that an earlier version kept, with
 // no primary key, still decodes; the primary key is then the one index
 // definitions record, if any, until the table is opened again.
-func TestLayoutOfFormat1Decodes(t *testing.T) {
+func TestRecordTypeOfFormat1Decodes(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
-		indexes []Index[layoutVisit]
+		indexes []Index[rtVisit]
 		pk      []string // read before the table is opened again
 	}{
-		{"with an index", []Index[layoutVisit]{{Name: "age", Fields: []string{"Age"}}}, []string{"ID"}},
+		{"with an index", []Index[rtVisit]{{Name: "age", Fields: []string{"Age"}}}, []string{"ID"}},
 		{"without", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewMemoryStore()
-			schema := Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: tc.indexes}
+			schema := Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: tc.indexes}
 			_, err := Open(ctx, s, schema)
 			require.NoError(t, err)
-			desc, err := describeType(nil, reflect.TypeFor[layoutVisit](), true)
+			desc, err := describeType(nil, reflect.TypeFor[rtVisit](), true)
 			require.NoError(t, err)
 			old, err := EncodeTuple(int64(1), "json", string(desc))
 			require.NoError(t, err)
@@ -240,7 +240,7 @@ func TestLayoutOfFormat1Decodes(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, tables, 1)
 			assert.Equal(t, "json", tables[0].Codec)
-			assert.Equal(t, string(desc), tables[0].Layout)
+			assert.Equal(t, string(desc), tables[0].RecordType)
 			assert.Equal(t, tc.pk, tables[0].PrimaryKey)
 
 			_, err = Open(ctx, s, schema)
@@ -252,9 +252,9 @@ func TestLayoutOfFormat1Decodes(t *testing.T) {
 	}
 }
 
-// TestLayoutRefusesMalformedPrimaryKeys: a stored layout whose primary key
+// TestRecordTypeRefusesMalformedPrimaryKeys: a stored record type whose primary key
 // is missing, or no names, is ErrCodec.
-func TestLayoutRefusesMalformedPrimaryKeys(t *testing.T) {
+func TestRecordTypeRefusesMalformedPrimaryKeys(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range [][]any{
 		{int64(2), "json", "struct{}"},
@@ -275,23 +275,23 @@ func TestLayoutRefusesMalformedPrimaryKeys(t *testing.T) {
 }
 
 // TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites: a table opened on
-// a store that refuses writes keeps no layout, and Advise takes the primary
+// a store that refuses writes keeps no record type, and Advise takes the primary
 // key from the table itself.
 func TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites(t *testing.T) {
 	ctx := context.Background()
 	s := NewMemoryStore()
-	tbl, err := Open(ctx, s, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+	tbl, err := Open(ctx, s, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}})
 	require.NoError(t, err)
 	for i := range 10 {
-		_, err := tbl.Insert(ctx, layoutVisit{ID: i})
+		_, err := tbl.Insert(ctx, rtVisit{ID: i})
 		require.NoError(t, err)
 	}
 	var b Batch
 	b.Delete(spacePrefix(tablePrefix("t"), SpaceRecordType))
 	require.NoError(t, s.Apply(ctx, &b))
 
-	tbl, err = Open(ctx, refusingStore{s}, Schema[layoutVisit]{Name: "t", PrimaryKey: []string{"ID"}})
-	require.NoError(t, err, "the layout is best effort")
+	tbl, err = Open(ctx, refusingStore{s}, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err, "the record type is best effort")
 	tables, err := ReadCatalog(ctx, s)
 	require.NoError(t, err)
 	require.Nil(t, tables[0].PrimaryKey, "kept nowhere")

@@ -14,22 +14,22 @@ import (
 	"time"
 )
 
-// A table's record layout is kept in the store with its catalog, so that a
+// A table's record type is kept in the store with its catalog, so that a
 // tool without the program's types (cmd/indextable) can decode its records
 // and compute their index entries: a descriptor of the record type that
-// layoutType turns back into an equivalent type, with the same kinds,
+// describedType turns back into an equivalent type, with the same kinds,
 // exported fields, tags and embedding, which the codec reads as the
 // program's type. Methods are not kept, so for the JSON codec a type that
 // no descriptor can stand for (one with its own JSON or text encoding, or
 // an unexported embedded struct, whose fields JSON promotes) has no
-// layout; the binary codec goes by kinds and field names alone.
+// record type; the binary codec goes by kinds and field names alone.
 //
 //	type   = kind | "time" | "any" | "*" type | "[]" type | "[" n "]" type |
 //	         "map[" type "]" type | "struct{" { field ";" } "}"
 //	field  = ["embed "] name " " type " " quoted-tag
 
-// errLayout reports a record type that no descriptor can describe.
-var errLayout = fmt.Errorf("%w: record layout", ErrInvalidSchema)
+// errRecordType reports a record type that no descriptor can describe.
+var errRecordType = fmt.Errorf("%w: record type", ErrInvalidSchema)
 
 // describeType appends to b the descriptor of t, whose values are stored
 // with the JSON codec when forJSON is set, else with the binary codec.
@@ -55,7 +55,7 @@ func (d describer) describe(b []byte, t reflect.Type) ([]byte, error) {
 	if d.forJSON && t.Kind() != reflect.Interface {
 		for _, m := range encodingMethods {
 			if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
-				return nil, fmt.Errorf("%w: %s has its own encoding (%s)", errLayout, t, m)
+				return nil, fmt.Errorf("%w: %s has its own encoding (%s)", errRecordType, t, m)
 			}
 		}
 	}
@@ -66,7 +66,7 @@ func (d describer) describe(b []byte, t reflect.Type) ([]byte, error) {
 		return append(b, t.Kind().String()...), nil
 	case reflect.Interface:
 		if t.NumMethod() > 0 {
-			return nil, fmt.Errorf("%w: interface %s has methods", errLayout, t)
+			return nil, fmt.Errorf("%w: interface %s has methods", errRecordType, t)
 		}
 		return append(b, "any"...), nil
 	case reflect.Pointer:
@@ -83,7 +83,7 @@ func (d describer) describe(b []byte, t reflect.Type) ([]byte, error) {
 		return d.nested(append(b, ']'), t.Elem(), t)
 	case reflect.Struct:
 		if d.visiting[t] {
-			return nil, fmt.Errorf("%w: recursive type %s", errLayout, t)
+			return nil, fmt.Errorf("%w: recursive type %s", errRecordType, t)
 		}
 		d.visiting[t] = true
 		defer delete(d.visiting, t)
@@ -92,9 +92,9 @@ func (d describer) describe(b []byte, t reflect.Type) ([]byte, error) {
 			sf := t.Field(i)
 			switch {
 			case sf.Anonymous && sf.Type == timeType:
-				return nil, fmt.Errorf("%w: %s embeds time.Time", errLayout, t)
+				return nil, fmt.Errorf("%w: %s embeds time.Time", errRecordType, t)
 			case !sf.IsExported() && sf.Anonymous && d.forJSON:
-				return nil, fmt.Errorf("%w: %s embeds %s, unexported, whose fields JSON stores", errLayout, t, sf.Type)
+				return nil, fmt.Errorf("%w: %s embeds %s, unexported, whose fields JSON stores", errRecordType, t, sf.Type)
 			case !sf.IsExported():
 				continue
 			}
@@ -110,7 +110,7 @@ func (d describer) describe(b []byte, t reflect.Type) ([]byte, error) {
 		}
 		return append(b, '}'), nil
 	}
-	return nil, fmt.Errorf("%w: %s has kind %s, which no codec stores", errLayout, t, t.Kind())
+	return nil, fmt.Errorf("%w: %s has kind %s, which no codec stores", errRecordType, t, t.Kind())
 }
 
 func (d describer) nested(b []byte, elem, outer reflect.Type) ([]byte, error) {
@@ -121,16 +121,16 @@ func (d describer) nested(b []byte, elem, outer reflect.Type) ([]byte, error) {
 	return b, nil
 }
 
-// layoutType returns the type that the descriptor s describes.
-func layoutType(s string) (t reflect.Type, err error) {
+// describedType returns the type that the descriptor s describes.
+func describedType(s string) (t reflect.Type, err error) {
 	defer func() {
 		if r := recover(); r != nil { // reflect refuses a field set it cannot build
-			t, err = nil, fmt.Errorf("%w: %q: %v", errLayout, s, r)
+			t, err = nil, fmt.Errorf("%w: %q: %v", errRecordType, s, r)
 		}
 	}()
 	t, rest, err := parseType(s)
 	if err == nil && rest != "" {
-		err = fmt.Errorf("%w: %q: %q left over", errLayout, s, rest)
+		err = fmt.Errorf("%w: %q: %q left over", errRecordType, s, rest)
 	}
 	return t, err
 }
@@ -147,7 +147,7 @@ var basicKinds = map[string]reflect.Type{
 
 func parseType(s string) (reflect.Type, string, error) {
 	bad := func(why string) (reflect.Type, string, error) {
-		return nil, "", fmt.Errorf("%w: %s at %q", errLayout, why, s)
+		return nil, "", fmt.Errorf("%w: %s at %q", errRecordType, why, s)
 	}
 	switch {
 	case strings.HasPrefix(s, "*"):
@@ -234,12 +234,12 @@ func parseType(s string) (reflect.Type, string, error) {
 	return t, s[end:], nil
 }
 
-// layoutFormat 2 adds the primary key's field names to format 1's codec
+// recordTypeFormat 2 adds the primary key's field names to format 1's codec
 // and descriptor, and keeps them, with no codec and descriptor, for a type
 // that no descriptor can stand for.
-const layoutFormat = 2
+const recordTypeFormat = 2
 
-// codecName names c in the stored layout: "json" and "binary" for the
+// codecName names c in the stored record type: "json" and "binary" for the
 // library's codecs, which tools can decode, else c's type.
 func codecName(c Codec) string {
 	switch c.(type) {
@@ -251,21 +251,21 @@ func codecName(c Codec) string {
 	return fmt.Sprintf("%T", c)
 }
 
-// recordLayout keeps the table's primary key, record layout and codec in
-// the store, for tools; without the layout and codec when no descriptor can
+// writeRecordType keeps the table's primary key, record type and codec in
+// the store, for tools; without the record type and codec when no descriptor can
 // stand for the type. It does its best and no more: Open does not fail for
-// it (the store may be read-only, say); a tool then finds the layout
+// it (the store may be read-only, say); a tool then finds the record type
 // missing, or the last one kept. Only a done ctx stops it.
-func (t *Table[T]) recordLayout(ctx context.Context) error {
+func (t *Table[T]) writeRecordType(ctx context.Context) error {
 	codec := codecName(t.codec)
 	desc, err := describeType(nil, t.rtype, codec != "binary")
 	if err == nil {
-		_, err = layoutType(string(desc))
+		_, err = describedType(string(desc))
 	}
 	if err != nil {
 		codec, desc = "", nil
 	}
-	elems := []any{int64(layoutFormat), codec, string(desc)}
+	elems := []any{int64(recordTypeFormat), codec, string(desc)}
 	for _, f := range t.pk {
 		elems = append(elems, f.name)
 	}
@@ -296,10 +296,10 @@ func (t *Table[T]) recordLayout(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// readLayout returns the codec name, layout descriptor and primary key
+// readRecordType returns the codec name, type descriptor and primary key
 // fields that the table with prefix keeps: empty strings when it keeps no
-// layout, and no fields when it keeps no primary key (format 1 kept none).
-func readLayout(ctx context.Context, store Store, tablePrefix []byte) (codec, layout string, pk []string, err error) {
+// record type, and no fields when it keeps no primary key (format 1 kept none).
+func readRecordType(ctx context.Context, store Store, tablePrefix []byte) (codec, desc string, pk []string, err error) {
 	v, err := store.Get(ctx, spacePrefix(tablePrefix, SpaceRecordType))
 	if errors.Is(err, ErrNotFound) {
 		return "", "", nil, nil
@@ -307,15 +307,15 @@ func readLayout(ctx context.Context, store Store, tablePrefix []byte) (codec, la
 	if err != nil {
 		return "", "", nil, err
 	}
-	bad := fmt.Errorf("%w: %w: %q", ErrCodec, errLayout, v)
+	bad := fmt.Errorf("%w: %w: %q", ErrCodec, errRecordType, v)
 	t, err := DecodeTuple(v)
 	if err != nil || len(t) < 3 {
 		return "", "", nil, bad
 	}
 	format, _ := asInt(t[0])
 	codec, ok1 := t[1].(string)
-	layout, ok2 := t[2].(string)
-	if !ok1 || !ok2 || !(format == 1 && len(t) == 3 || format == layoutFormat && len(t) > 3) {
+	desc, ok2 := t[2].(string)
+	if !ok1 || !ok2 || !(format == 1 && len(t) == 3 || format == recordTypeFormat && len(t) > 3) {
 		return "", "", nil, bad
 	}
 	for _, e := range t[3:] {
@@ -325,5 +325,5 @@ func readLayout(ctx context.Context, store Store, tablePrefix []byte) (codec, la
 		}
 		pk = append(pk, name)
 	}
-	return codec, layout, pk, nil
+	return codec, desc, pk, nil
 }
