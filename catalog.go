@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 )
 
@@ -170,9 +169,7 @@ func (ix *indexTable) definitionFingerprint(spec indexDefinition) uint64 {
 	if err != nil {
 		panic(err)
 	}
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
+	return fnv1a(b)
 }
 
 // indexDefinition is what an Index declares besides its fields.

@@ -147,3 +147,15 @@ func ParseKey(key []byte) (StoredKey, bool) {
 	}
 	return k, true
 }
+
+// fnv1a is the 64-bit FNV-1a hash of b: the one hash of keys, which places
+// records on shards and their changes in maintainer partitions, and
+// fingerprints index definitions. Stored data depends on it: never change it.
+func fnv1a(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 )
 
@@ -206,11 +205,4 @@ func (t *Table[T]) shortenPartitioning(ctx context.Context, b *Batch, l *lease) 
 	}
 	b.Put(l.partitioning, encodePartitioning(n, until))
 	return nil
-}
-
-// partitionHash places a record's changes in a maintainer partition.
-func partitionHash(pk []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(pk)
-	return h.Sum64()
 }

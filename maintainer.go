@@ -225,7 +225,7 @@ type pass[T any] struct {
 func (p *pass[T]) add(ctx context.Context, e Entry) error {
 	t, o := p.t, p.o
 	pk, pkErr := t.changePK(e.Key)
-	if pkErr == nil && o.Partitions > 1 && int(partitionHash(pk)%uint64(o.Partitions)) != o.Partition ||
+	if pkErr == nil && o.Partitions > 1 && int(fnv1a(pk)%uint64(o.Partitions)) != o.Partition ||
 		pkErr != nil && o.Partition != 0 {
 		return nil
 	}

@@ -396,16 +396,6 @@ func (s *ShardedStore) indexRule(table, index []byte) IndexSharding {
 
 func (s *ShardedStore) hashed(b []byte) int { return jumpHash(fnv1a(b), len(s.shards)) }
 
-// fnv1a is the 64-bit FNV-1a hash of b.
-func fnv1a(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}
-
 // jumpHash is Jump Consistent Hash: the bucket, among n, of key. Growing n
 // to n+1 moves only a 1/(n+1) share of keys, all to the new bucket.
 func jumpHash(key uint64, n int) int {
