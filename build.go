@@ -8,16 +8,6 @@ import (
 	"slices"
 )
 
-// Online backfill: an index added to a table that holds records starts
-// write-only, so every write maintains it, and Build fills in the entries
-// of the records written before, in chunks, while writes go on. Each chunk
-// is one batch that puts the entries of its records, expects each record
-// unchanged since it was read (a concurrent write makes the chunk read
-// again), and moves the build's cursor in the catalog. A build that stops,
-// or a process that crashes, resumes from the cursor. The chunk that finds
-// no record after the cursor flips the index to readable, so queries see
-// the index only when it is complete.
-
 // BuildOptions configures Build.
 type BuildOptions struct {
 	// ChunkSize is how many records one batch indexes; 0 means 256.

@@ -8,25 +8,6 @@ import (
 	"strconv"
 )
 
-// The catalog: each table keeps the definitions and states of its index
-// tables in the store, one catalog entry per index, so that opening a table
-// with a changed schema is detected rather than served from stale entries.
-//
-// Open compares the schema with the catalog. An index the catalog does not
-// know is new; one whose definition changed (fields, their types, strategy,
-// projection, Unique, Sparse, MultiValued, Consistency, Version) is
-// replaced; one the schema no longer declares is dropped and its entries
-// deleted, leaving a tombstone. Each definition of an index gets its own
-// generation of keys, never reused, so a replaced definition starts from an
-// empty key range and never reads the entries of an old one; Open deletes
-// whatever a crash left of older generations. A new or replaced index
-// starts write-only (readable at once when the table holds no record) and
-// Build makes it readable.
-//
-// Every process that writes a table must open it with the same schema: a
-// process that still runs an older schema does not maintain a new index.
-// Reopen the table in each process after a schema change.
-
 // ErrIndexNotReadable reports a query on an index that is not readable:
 // still being built, or disabled.
 var ErrIndexNotReadable = errors.New("indextable: index not readable")

@@ -17,34 +17,172 @@
 // tuple encoding, so "everyone in Redmond" is one contiguous range of the
 // index, in LastName order. An index may be unique, sparse or multi-valued.
 //
-// A Table keeps its index tables consistent with the fact table. For a
-// Synchronous index, every write goes to the Store as one atomic Batch
-// holding the record, the index entries that change, and the expectations
-// that guard against concurrent writers. For an Eventual index (and for
-// any write too big for the store's atomicity scope) the write commits the
-// record with a change record in a durable queue, and a maintainer
-// (Table.RunMaintainer) applies it; Table.WaitIndexed waits for it. On a
-// store whose transactions stay within a partition, an index placed
-// IntraPartition (its first field the record's partition) keeps its entries
-// with their record and stays in the write's transaction. Any
-// ordered key/value store can sit underneath by implementing Store;
-// MemoryStore, an in-memory B-tree, is the default, and package storetest
-// checks a Store implementation. A ShardedStore spreads a table over
-// several stores: records by a stable hash of their primary key, index
-// tables by their leading key (one-shard range reads) or by hash.
+// The few types: a Store is the key/value store underneath (MemoryStore, an
+// in-memory B-tree, is the default; any ordered store implements Store, and
+// package storetest checks an implementation); Open returns a Table of
+// records of a struct type T over a Store, declared by a Schema of Index
+// values; a Table writes records (Insert, Upsert, Update, Delete), reads
+// them (Get, Find with a Query) and runs the lifecycle of its indexes
+// (Build, Verify, Repair, DisableIndex, EnableIndex, RunMaintainer). A
+// ShardedStore spreads a table over several stores.
 //
-// Index definitions are kept in a catalog in the store: reopening a table
-// with a new, changed or removed index is detected, and a new index on a
-// table that holds records is write-only until Table.Build fills it in,
-// online. Table.Verify reports how index tables drifted from the fact table
-// and Table.Repair fixes it.
+// # Consistency
 //
-// Indexes are not free: each costs space and work on every write. An index
-// is seldom worth keeping when the data changes far more often than it is
-// read, when its key has few distinct values, or when a few values hold most
-// records (unless queries ask for the rare ones). A Table counts what each
-// index does (Table.Usage), measures what each holds (Table.Stats), and
-// Table.Advise says which of those rules an index breaks; cmd/indextable
-// shows the same for a store, and verifies and repairs it, without the
-// program's types.
+// A Synchronous index (the default) changes in the write's own batch: the
+// fact record, each index entry that changes, and the expectations that
+// guard them (the record is still as read; a unique key is still free) go
+// to the store as one Batch, applied all or nothing. A reader never sees an
+// entry without its record, nor a record without its entries.
+//
+// An Eventual index changes later. The write commits the fact record
+// together with a change record in the table's durable queue (an outbox in
+// the same store, in the same batch), and returns; a maintainer
+// (Table.RunMaintainer) applies the index mutations afterwards. A change
+// record holds the record as it was before the write, so the maintainer
+// knows which entries to delete; it computes the entries to put from the
+// fact record as it is when the change is applied. The pending changes of
+// one record are applied together, in one batch that expects the fact
+// record as read and removes the change records (on a store whose batches
+// are bounded, in steps, behind a marker): replaying a change is harmless,
+// an older change never overwrites a newer one, and the queue alone is
+// enough to resume after a crash. Table.WaitIndexed waits for the changes
+// committed before it; Table.Lag reports how far behind the maintainers
+// are. A pass applies the changes queued before it began, so that it ends
+// under any write rate; a change that can never be applied is set aside
+// after a few tries (MaintainerOptions.MaxFailures). A read of an index
+// that may be behind checks the records with changes pending, so it never
+// returns a record under a key it no longer has.
+//
+// # The fallback rule
+//
+// When a write's batch, with its synchronous entries, does not fit the
+// store's atomicity scope (Store.Atomicity; for instance a store whose
+// transactions stay within one partition), the write commits instead the
+// fact record with the entries of IntraPartition indexes and a change
+// record, the other indexes following it eventually; else the record with
+// its unique entries and a change record; else the record and a change
+// record alone. What a maintainer will need to apply the change must fit
+// one batch, and a write that changes a unique index's entries outside its
+// batch cannot fall back (its uniqueness would go unchecked): such writes
+// fail with ErrInvalidBatch and write nothing. On such a store, reads of
+// any index check for staleness as reads of an Eventual index do.
+//
+// # Limits of a store
+//
+// A store may bound its keys and values (Atomicity.MaxKeyBytes and
+// MaxValueBytes) and its batches (MaxOps, MaxBytes). What a write puts now
+// the store refuses whole, but a maintainer applies a write's queued
+// changes later, and a later write must be able to delete the record: a
+// key, record or entry those would need and the store cannot hold makes a
+// write that can never be finished. So before it writes a record, a table
+// checks, on a store with any bound:
+//
+//   - every key the record has in the store: its own, its change records'
+//     (the record's key, a byte and a 9-byte change ID), and its entries in
+//     every maintained index, queued ones included; a key too long is
+//     ErrInvalidKey, naming the field and the most bytes it may take;
+//   - every entry's value, against MaxValueBytes;
+//   - the record itself: a change record and a maintainer's marker hold a
+//     copy of it, and a maintainer's last batch three (ErrInvalidBatch);
+//   - that a delete of the record can free its unique keys in one batch.
+//
+// Build checks the entries it writes the same way.
+//
+// # The catalog and an index's lifecycle
+//
+// Each table keeps the definitions and states of its index tables in the
+// store, one catalog entry per index, so that opening a table with a
+// changed schema is detected rather than served from stale entries. Open
+// compares the schema with the catalog. An index the catalog does not know
+// is new; one whose definition changed (fields, their types, strategy,
+// projection, Unique, Sparse, MultiValued, Consistency, Version) is
+// replaced; one the schema no longer declares is dropped and its entries
+// deleted, leaving a tombstone. Each definition of an index gets its own
+// generation of keys, never reused, so a replaced definition starts from an
+// empty key range and never reads the entries of an old one; Open deletes
+// whatever a crash left of older generations.
+//
+// A new or replaced index starts write-only (readable at once when the
+// table holds no record), so every write maintains it, and Table.Build
+// fills in the entries of the records written before, in chunks, while
+// writes go on. Each chunk is one batch that puts the entries of its
+// records, expects each record unchanged since it was read (a concurrent
+// write makes the chunk read again), and moves the build's cursor in the
+// catalog. A build that stops, or a process that crashes, resumes from the
+// cursor. The chunk that finds no record after the cursor flips the index
+// to readable, so queries see the index only when it is complete.
+//
+// Every process that writes a table must open it with the same schema: a
+// process that still runs an older schema does not maintain a new index.
+// Reopen the table in each process after a schema change.
+//
+// # Verification
+//
+// Table.Verify reads a table and its readable index tables in chunks and
+// reports how the indexes drifted from the fact table; Table.Repair does
+// the same and fixes what it finds. It makes two passes. The first reads
+// the records and looks up the entries each should own (missing and stale
+// entries, unique keys two records claim); the second reads each index
+// table and looks up the record of each entry (dangling entries, and
+// entries whose record no longer has their key). A record with changes
+// still queued is skipped: its entries are late, not wrong. A finding is
+// confirmed by reading the record again, so a write that raced with the
+// check is not reported; repairs are conditional on the record being
+// unchanged.
+//
+// A record whose only queued changes are set aside is checked like one
+// without: no maintainer will bring its entries up to date. Repair, once
+// it made such a record's entries exact (it found nothing, or fixed all it
+// found, in every index the maintainers keep), removes those changes,
+// conditional on them and on the record as checked.
+//
+// # Tools and record types
+//
+// A table keeps its record type in the store with its catalog, so that a
+// tool without the program's types (cmd/indextable, VerifyTable,
+// RepairTable, StatsOf) can decode its records and compute their index
+// entries: a descriptor of the record type that turns back into an
+// equivalent type, with the same kinds, exported fields, tags and
+// embedding, which the codec reads as the program's type. Methods are not
+// kept, so for the JSON codec a type that no descriptor can stand for (one
+// with its own JSON or text encoding, or an unexported embedded struct,
+// whose fields JSON promotes) has no record type; the binary codec goes by
+// kinds and field names alone. TableInfo.RecordType holds the descriptor:
+//
+//	type   = kind | "time" | "any" | "*" type | "[]" type | "[" n "]" type |
+//	         "map[" type "]" type | "struct{" { field ";" } "}"
+//	field  = ["embed "] name " " type " " quoted-tag
+//
+// # What an index costs
+//
+// An index is worth what it saves the queries that read it, against what it
+// costs every write and the space it takes. A table counts, as it runs,
+// what each index does (Table.Usage: reads, records returned, entries
+// written), and measures on demand what each holds (Table.Stats: entries,
+// distinct keys, the most common key and key prefixes, bytes against the
+// fact table's). Table.Advise turns both into findings: an index is seldom
+// worth keeping when the data changes far more often than it is read, when
+// its key has few distinct values, or when a few values hold most records
+// (unless queries ask for the rare ones). cmd/indextable shows the same for
+// a store, and verifies and repairs it, without the program's types.
+//
+// # Stored keys
+//
+// Every key a table writes is a tuple that starts with the table's name and
+// a KeySpace; the KeySpace documentation has the whole layout, and
+// ParseKey reads a key back, for stores that place keys by partition or
+// shard.
+//
+// # Reading the source
+//
+// One insert, from Insert to Store.Apply: write.go encodes the record
+// (writeRecord), computes its entries (entries.go), checks the store's
+// limits (limits.go), then each attempt reads the current record, checks
+// it, plans the batch (the entry diff, unique guards, and the fallback
+// rule) and applies it. A change record's format and the readers of the
+// queue are in queue.go; maintainer.go applies the queue, a record's
+// changes at a time (changegroup.go), under leases (lease.go). keys.go
+// builds every stored key; catalog.go, build.go and verify.go run an
+// index's lifecycle; query.go reads; tuple encoding is in tuple.go and the
+// codecs in codec.go.
 package indextable

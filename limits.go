@@ -7,28 +7,6 @@ import (
 	"reflect"
 )
 
-// A store's limits on what a table writes.
-//
-// A store may bound its keys and values (Atomicity.MaxKeyBytes and
-// MaxValueBytes) and its batches (MaxOps, MaxBytes). What a write puts now
-// the store refuses whole, but a maintainer applies a write's queued
-// changes later, and a later write must be able to delete the record: a
-// key, record or entry those would need and the store cannot hold makes a
-// write that can never be finished. So before it writes a record, a table
-// checks, on a store with any bound:
-//
-//   - every key the record has in the store: its own, its change records'
-//     (the record's key, a byte and a 9-byte change ID), and its entries in
-//     every maintained index, queued ones included; a key too long is
-//     ErrInvalidKey, naming the field and the most bytes it may take;
-//   - every entry's value, against MaxValueBytes;
-//   - the record itself, against recordLimit: a change record and a
-//     maintainer's marker hold a copy of it, and a maintainer's last batch
-//     three;
-//   - that a delete of the record can free its unique keys in one batch.
-//
-// Build checks the entries it writes the same way.
-
 // changeOverhead is the most bytes a change record's value adds to the
 // fact value it copies: its format, enqueue time, scope and whether there
 // was a record (see encodeChange).

@@ -14,20 +14,6 @@ import (
 	"time"
 )
 
-// A table's record type is kept in the store with its catalog, so that a
-// tool without the program's types (cmd/indextable) can decode its records
-// and compute their index entries: a descriptor of the record type that
-// describedType turns back into an equivalent type, with the same kinds,
-// exported fields, tags and embedding, which the codec reads as the
-// program's type. Methods are not kept, so for the JSON codec a type that
-// no descriptor can stand for (one with its own JSON or text encoding, or
-// an unexported embedded struct, whose fields JSON promotes) has no
-// record type; the binary codec goes by kinds and field names alone.
-//
-//	type   = kind | "time" | "any" | "*" type | "[]" type | "[" n "]" type |
-//	         "map[" type "]" type | "struct{" { field ";" } "}"
-//	field  = ["embed "] name " " type " " quoted-tag
-
 // errRecordType reports a record type that no descriptor can describe.
 var errRecordType = fmt.Errorf("%w: record type", ErrInvalidSchema)
 

@@ -6,13 +6,6 @@ import (
 	"fmt"
 )
 
-// An index is worth what it saves the queries that read it, against what it
-// costs every write and the space it takes. A table counts, as it runs,
-// what each index does (Usage: reads, records returned, entries written),
-// and measures on demand what each holds (Stats: entries, distinct keys,
-// the most common key and key prefixes, bytes against the fact table's).
-// Advise turns both into findings.
-
 // IndexStats is what one index table holds, measured by a scan of it.
 type IndexStats struct {
 	Index string

@@ -9,25 +9,6 @@ import (
 	"strconv"
 )
 
-// Verification: Verify reads a table and its readable index tables in
-// chunks and reports how the indexes drifted from the fact table; Repair
-// does the same and fixes what it finds.
-//
-// It makes two passes. The first reads the records and looks up the entries
-// each should own (missing and stale entries, unique keys two records
-// claim); the second reads each index table and looks up the record of each
-// entry (dangling entries, and entries whose record no longer has their
-// key). A record with changes still queued is skipped: its entries are late,
-// not wrong. A finding is confirmed by reading the record again, so a write
-// that raced with the check is not reported; repairs are conditional on
-// the record being unchanged.
-//
-// A record whose only queued changes are set aside (see RunMaintainer) is
-// checked like one without: no maintainer will bring its entries up to
-// date. Repair, once it made such a record's entries exact (it found
-// nothing, or fixed all it found, in every index the maintainers keep),
-// removes those changes, conditional on them and on the record as checked.
-
 // DriftKind classifies a difference between an index table and its facts.
 type DriftKind int8
 
