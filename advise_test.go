@@ -514,3 +514,197 @@ func TestFindingsOfAnUnusedUniqueIndexSayItChecksWrites(t *testing.T) {
 		})
 	}
 }
+
+// account is the record of the advice tests.
+type account struct {
+	ID     int
+	Email  string
+	Active bool
+	Town   string
+	Score  int
+}
+
+// TestAdvise builds, on purpose, an unused index, a low-cardinality one, a
+// skewed one and a volatile one next to a healthy one, and checks that each
+// gets its finding and the healthy one none; a skewed key that queries read
+// at its rare values gets none either.
+func TestAdvise(t *testing.T) {
+	for _, readCommon := range []bool{true, false} {
+		t.Run(fmt.Sprintf("read common=%t", readCommon), func(t *testing.T) {
+			ctx := context.Background()
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+				Indexes: []it.Index[account]{
+					{Name: "email", Fields: []string{"Email"}, Unique: true, Strategy: it.KeysOnly},
+					{Name: "active", Fields: []string{"Active"}, Strategy: it.KeysOnly},
+					{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
+					{Name: "score", Fields: []string{"Score"}, Strategy: it.KeysOnly},
+					{Name: "email_town", Fields: []string{"Email", "Town"}, Strategy: it.FullCopy},
+				}})
+			require.NoError(t, err)
+			town := func(i int) string {
+				if i%10 != 0 {
+					return "Redmond" // 90% of the accounts
+				}
+				return fmt.Sprint("Town", i)
+			}
+			const n = 1000
+			for i := range n {
+				_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Active: i%3 == 0, Town: town(i), Score: i})
+				require.NoError(t, err)
+			}
+			for i := range 2 * n { // scores change all the time
+				_, err := tbl.Update(ctx, account{ID: i % n, Email: fmt.Sprint(i%n, "@x"), Active: i%n%3 == 0, Town: town(i % n), Score: n + i})
+				require.NoError(t, err)
+			}
+			for i := range 300 {
+				drainAll(t, tbl, it.Query{Index: "email", Eq: it.Tuple{fmt.Sprint(i, "@x")}})
+				drainAll(t, tbl, it.Query{Index: "active", Eq: it.Tuple{true}, Limit: 1})
+				if readCommon {
+					drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"Redmond"}, Limit: 1})
+				} else {
+					drainAll(t, tbl, it.Query{Index: "town", Eq: it.Tuple{town(10 * (i % 100))}})
+				}
+			}
+			for i := range 5 {
+				drainAll(t, tbl, it.Query{Index: "score", Eq: it.Tuple{n + i}})
+			}
+			findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+			require.NoError(t, err)
+			for _, f := range findings {
+				t.Log(f)
+			}
+			type got struct {
+				Index string
+				Kind  it.FindingKind
+			}
+			var kinds []got
+			for _, f := range findings {
+				kinds = append(kinds, got{f.Index, f.Kind})
+				require.NotEmpty(t, f.Reason)
+			}
+			want := []got{{"active", it.LowCardinality}}
+			if readCommon {
+				want = append(want, got{"town", it.Skewed})
+			}
+			want = append(want, got{"score", it.Volatile}, got{"email_town", it.Unused})
+			require.Equal(t, want, kinds)
+		})
+	}
+}
+
+// TestAdviseProposesIndexesForFrequentFilters: scans of the fact table that
+// filter on the same fields are counted by those fields, saved, and, past
+// MinScans, proposed as an index, or pointed at the index that leads with
+// them.
+func TestAdviseProposesIndexesForFrequentFilters(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[account]{{Name: "town_email", Fields: []string{"Town", "Email"}}}})
+	require.NoError(t, err)
+	for i := range 100 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Active: i%2 == 0, Town: fmt.Sprint("T", i)})
+		require.NoError(t, err)
+	}
+	scan := func(n int, where map[string]any) {
+		for range n {
+			drainAll(t, tbl, it.Query{Where: where, Limit: 1})
+		}
+	}
+	scan(200, map[string]any{"Active": true, "Score": 0})
+	scan(150, map[string]any{"Town": "T1"})
+	scan(10, map[string]any{"Email": "1@x"})
+	for range 20 { // reads enough for its 100 entry writes, and not scans
+		drainAll(t, tbl, it.Query{Index: "town_email", Where: map[string]any{"Active": true}})
+	}
+	require.NoError(t, tbl.SaveUsage(ctx))
+	u, err := it.UsageOf(ctx, s, "accounts")
+	require.NoError(t, err)
+	assert.Equal(t, int64(360), u.Scans)
+	assert.Equal(t, []it.FilterUse{{Fields: []string{"Active", "Score"}, Scans: 200}, {Fields: []string{"Town"}, Scans: 150}, {Fields: []string{"Email"}, Scans: 10}}, u.Filters)
+
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	require.Len(t, findings, 2, "%v", findings)
+	assert.Equal(t, it.Finding{Kind: it.UnindexedFilter, Reason: "200 scans of the 100 records filtered on [Active Score]: an index on them would answer each with a range"}, findings[0])
+	assert.Equal(t, it.Finding{Index: "town_email", Kind: it.UnindexedFilter, Reason: "150 scans of the fact table filtered on [Town], which this index leads with: query it instead"}, findings[1])
+}
+
+// TestAdviseShrinksFullCopiesToTheFieldsRead: when every read of a
+// FullCopy index names its fields, Advise says which strategy would answer
+// the same reads without copies; one read of whole records silences it.
+func TestAdviseShrinksFullCopiesToTheFieldsRead(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[account]{
+			{Name: "by_town", Fields: []string{"Town"}, Strategy: it.FullCopy},
+			{Name: "by_email", Fields: []string{"Email"}, Strategy: it.FullCopy},
+			{Name: "whole", Fields: []string{"Score"}, Strategy: it.FullCopy},
+		}})
+	require.NoError(t, err)
+	for i := range 40 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Town: fmt.Sprint("T", i), Score: i})
+		require.NoError(t, err)
+	}
+	for i := range 20 {
+		drainAll(t, tbl, it.Query{Index: "by_town", Eq: it.Tuple{fmt.Sprint("T", i)}, Fields: []string{"ID", "Town"}})
+		drainAll(t, tbl, it.Query{Index: "by_email", Eq: it.Tuple{fmt.Sprint(i, "@x")}, Fields: []string{"Email", "Active"}})
+		drainAll(t, tbl, it.Query{Index: "whole", Eq: it.Tuple{i}, Fields: []string{"Town"}})
+	}
+	drainAll(t, tbl, it.Query{Index: "whole", Eq: it.Tuple{0}})
+	n, err := tbl.Count(ctx, it.Query{Index: "by_town"}) // needs no fields
+	require.NoError(t, err)
+	require.Equal(t, 40, n)
+	require.NoError(t, tbl.SaveUsage(ctx))
+	u, err := it.UsageOf(ctx, s, "accounts")
+	require.NoError(t, err)
+	assert.Equal(t, int64(21), u.Indexes["by_town"].Reads)
+	assert.Equal(t, int64(0), u.Indexes["by_town"].WholeReads)
+	assert.Equal(t, map[string]int64{"ID": 20, "Town": 20}, u.Indexes["by_town"].FieldsRead)
+	assert.Equal(t, int64(1), u.Indexes["whole"].WholeReads)
+
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []it.Finding{
+		{Index: "by_town", Kind: it.Projection, Reason: "all 21 reads named only key fields ([ID Town]): KeysOnly would answer them from its entries, with no copy of the records"},
+		{Index: "by_email", Kind: it.Projection, Reason: "all 20 reads named only fields among [Active Email]: Partial with Projection [Active] would answer them from its entries, with no whole copy of the records"},
+	}, findings)
+}
+
+// TestAdviseLeavesHealthyAndUnreadableIndexesAlone: a unique index on a
+// small table is not of low cardinality; an index still being built is
+// not unused; a covered read of a full copy reads whole records, while
+// counts need only keys.
+func TestAdviseLeavesHealthyAndUnreadableIndexesAlone(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	schema := it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"}, Indexes: []it.Index[account]{
+		{Name: "email", Fields: []string{"Email"}, Unique: true},
+		{Name: "copy", Fields: []string{"Town"}, Strategy: it.FullCopy},
+		{Name: "counted", Fields: []string{"Score"}, Strategy: it.FullCopy},
+	}}
+	tbl, err := it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Town: fmt.Sprint("T", i), Score: i})
+		require.NoError(t, err)
+		drainAll(t, tbl, it.Query{Index: "email", Eq: it.Tuple{fmt.Sprint(i, "@x")}})
+		drainAll(t, tbl, it.Query{Index: "copy", Eq: it.Tuple{fmt.Sprint("T", i)}, Covered: true})
+		_, err = tbl.Count(ctx, it.Query{Index: "counted", Eq: it.Tuple{i}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tbl.SaveUsage(ctx))
+	// A new index over existing records starts write-only.
+	schema.Indexes = append(schema.Indexes, it.Index[account]{Name: "building", Fields: []string{"Town"}})
+	tbl, err = it.Open(ctx, s, schema)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := tbl.Update(ctx, account{ID: i, Email: fmt.Sprint(i, "@x"), Town: fmt.Sprint("U", i), Score: i})
+		require.NoError(t, err)
+	}
+	findings, err := tbl.Advise(ctx, it.AdviseOptions{MinWrites: 5})
+	require.NoError(t, err)
+	require.Equal(t, []it.Finding{{Index: "counted", Kind: it.Projection,
+		Reason: "all 10 reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records"}}, findings)
+}

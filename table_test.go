@@ -259,3 +259,27 @@ func TestKeyFuncPanics(t *testing.T) {
 	require.Nil(t, p, "Insert panics with the Key func's panic")
 	assert.ErrorIs(t, err, it.ErrInvalidKey)
 }
+
+func TestClosedStore(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openPeople(t, s)
+	require.NoError(t, s.Close())
+	_, err := tbl.Insert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, it.ErrClosed)
+	_, err = tbl.Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrClosed)
+	require.ErrorIs(t, findError(t, tbl, it.Query{Index: "town"}), it.ErrClosed)
+}
+
+func TestCanceledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := it.NewMemoryStore()
+	tbl := openPeople(t, s)
+	cancel()
+	_, err := tbl.Upsert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, storeDump(t, s))
+	_, err = it.Open(ctx, s, it.Schema[person]{Name: "x", PrimaryKey: []string{"ID"}})
+	require.ErrorIs(t, err, context.Canceled)
+}

@@ -1,0 +1,310 @@
+package indextable_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/countingstore"
+)
+
+// TestConcurrentWriters races writers over a few records; afterwards every
+// index must equal what the final records justify, and each unique email
+// must have at most one owner.
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for range 300 {
+				p := randomPerson(r, r.IntN(8), names)
+				var err error
+				switch r.IntN(3) {
+				case 0:
+					_, err = tbl.Upsert(ctx, p)
+				case 1:
+					err = tbl.Delete(ctx, it.Tuple{p.ID})
+				default:
+					_, err = tbl.Update(ctx, p)
+				}
+				if err != nil && !errors.Is(err, it.ErrUniqueViolation) && !errors.Is(err, it.ErrNotFound) {
+					assert.NoError(t, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	model := map[int]person{}
+	for p, err := range tbl.Find(ctx, it.Query{}) {
+		require.NoError(t, err)
+		model[p.ID] = p
+	}
+	for _, ix := range personIndexes() {
+		checkIndex(t, tbl, model, ix.Name, nil)
+	}
+}
+
+// storeKeys returns a copy of every key and value in s.
+func storeDump(t testing.TB, s it.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
+		require.NoError(t, err)
+		if k, err := it.DecodeTuple(e.Key); err == nil && len(k) >= 2 && slices.Contains([]any{int64(2), int64(4), int64(6), int64(7)}, k[1]) {
+			continue // the catalog, the maintainers' leases, the usage totals, the record layout
+		}
+		out[string(e.Key)] = string(e.Value)
+	}
+	return out
+}
+
+func TestFailedWritesLeaveDataAsItWas(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openPeople(t, s)
+	_, err := tbl.Insert(ctx, person{ID: 1, Name: "A", Town: "R", Email: "a@e", Tags: []string{"x"}})
+	require.NoError(t, err)
+	v, err := tbl.Insert(ctx, person{ID: 2, Name: "B", Town: "S", Email: "b@e"})
+	require.NoError(t, err)
+	before := storeDump(t, s)
+
+	_, err = tbl.Insert(ctx, person{ID: 3, Email: "a@e"})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	assert.Contains(t, err.Error(), `index "email"`)
+	assert.Contains(t, err.Error(), "record [1]")
+	_, err = tbl.Update(ctx, person{ID: 2, Email: "a@e"})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	_, err = tbl.Insert(ctx, person{ID: 2})
+	require.ErrorIs(t, err, it.ErrExists)
+	_, err = tbl.Update(ctx, person{ID: 9})
+	require.ErrorIs(t, err, it.ErrNotFound)
+	_, err = tbl.Update(ctx, person{ID: 2, Town: "T"}, it.IfVersion(v+1))
+	require.ErrorIs(t, err, it.ErrConflict)
+	err = tbl.Delete(ctx, it.Tuple{2}, it.IfVersion(v+1))
+	require.ErrorIs(t, err, it.ErrConflict)
+	err = tbl.Delete(ctx, it.Tuple{"2"})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	err = tbl.Delete(ctx, it.Tuple{2, 3})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	_, err = tbl.Get(ctx, "x")
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.Equal(t, before, storeDump(t, s))
+
+	// A computed key with an unsupported type is refused before any write.
+	bad, err := it.Open(ctx, s, it.Schema[person]{Name: "bad", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
+		{Name: "k", Key: func(p person) []it.Tuple { return []it.Tuple{{struct{}{}}} }}}})
+	require.NoError(t, err)
+	_, err = bad.Insert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.ErrorIs(t, err, it.ErrUnsupportedType)
+	require.Equal(t, before, storeDump(t, s))
+
+	// A successful conditional write, then the record's version moves on.
+	v2, err := tbl.Update(ctx, person{ID: 2, Town: "T"}, it.IfVersion(v))
+	require.NoError(t, err)
+	require.Equal(t, v+1, v2)
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{2}, it.IfVersion(v2)))
+}
+
+// scopedStore declares a bounded atomicity scope, as Azure Table storage
+// does, over a memory store.
+type scopedStore struct {
+	*it.MemoryStore
+	scope it.Atomicity
+}
+
+func (s scopedStore) Atomicity() it.Atomicity { return s.scope }
+
+func TestWritesRespectTheAtomicityScope(t *testing.T) {
+	ctx := context.Background()
+	s := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 5}}
+	tbl := openPeople(t, s)
+	// The record and its entries do not fit: the record commits with its
+	// unique entry, which only its own batch can check, and a change
+	// record for the other indexes.
+	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "A", Email: "a@e"})
+	require.NoError(t, err)
+	require.Len(t, storeDump(t, s), 3)
+
+	// Without a unique entry the write falls back to the queue: the record
+	// and one change record.
+	_, err = tbl.Insert(ctx, person{ID: 2, Town: "R", Name: "A"})
+	require.NoError(t, err)
+	require.Len(t, storeDump(t, s), 5)
+	lag, err := tbl.Lag(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, lag.Pending)
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{1}), "a record stays deletable with its unique key")
+
+	// Without indexes the record fits: expectation and put.
+	plain, err := it.Open(ctx, s, it.Schema[person]{Name: "plain", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	_, err = plain.Insert(ctx, person{ID: 1})
+	require.NoError(t, err)
+
+	// A write falls back only if a maintainer can apply its change: with
+	// four operations a batch, it could not remove the change record and a
+	// marker while expecting the record.
+	tight := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 4}}
+	tbl = openPeople(t, tight)
+	_, err = tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
+	require.ErrorIs(t, err, it.ErrInvalidBatch)
+	assert.Contains(t, err.Error(), "with room for a maintainer")
+	require.Empty(t, storeDump(t, tight))
+}
+
+func TestWritesTouchOnlyTheEntriesThatChange(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(it.NewMemoryStore())
+	tbl := openPeople(t, s)
+	p := person{ID: 1, Name: "A", Town: "R", Tags: []string{"x", "y", "x"}, Email: "a@e", Score: 4, Note: "n"}
+	before := s.Counts()
+	_, err := tbl.Insert(ctx, p)
+	require.NoError(t, err)
+	// record + guard; town_name, town, name, tags x and y, email (+ guard),
+	// score_mod, score_parity.
+	assert.Equal(t, int64(2+8+1), s.Counts().Sub(before).Ops)
+
+	// A Note change touches the record and the entries that hold Note: the
+	// full copies and the tags projection (two entries).
+	p.Note = "m"
+	before = s.Counts()
+	_, err = tbl.Update(ctx, p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2+2+2), s.Counts().Sub(before).Ops)
+
+	// Dropping tag y deletes its entry and rewrites nothing else but copies.
+	p.Tags = []string{"x"}
+	before = s.Counts()
+	_, err = tbl.Update(ctx, p)
+	require.NoError(t, err)
+	// record+guard, delete tags/y, full copies x2, name projection (holds Tags).
+	assert.Equal(t, int64(2+1+2+1), s.Counts().Sub(before).Ops)
+}
+
+// TestInsertIsBlind: an insert of a new record is one batch that expects
+// the record absent, without reading it first; an insert of a taken key
+// still fails with ErrExists, after a read.
+func TestInsertIsBlind(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(it.NewMemoryStore())
+	tbl := openPeople(t, s)
+	p := person{ID: 1, Name: "A", Town: "R"} // no Email: no unique key to check
+	before := s.Counts()
+	_, err := tbl.Insert(ctx, p)
+	require.NoError(t, err)
+	c := s.Counts().Sub(before)
+	assert.Equal(t, int64(0), c.Gets)
+	assert.Equal(t, int64(1), c.Applies)
+
+	before = s.Counts()
+	_, err = tbl.Insert(ctx, p)
+	require.ErrorIs(t, err, it.ErrExists)
+	c = s.Counts().Sub(before)
+	assert.Equal(t, int64(1), c.Gets)
+}
+
+// TestWriteAllocations checks that a write reuses its buffers: an insert
+// with two indexes allocates the encoded record, its entries and what the
+// store keeps, not its batch or keys.
+func TestWriteAllocations(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("allocation counts need a full run without the race detector")
+	}
+	ctx := context.Background()
+	for _, st := range []it.Strategy{it.FullCopy, it.KeysOnly, it.Partial} {
+		var proj []string
+		if st == it.Partial {
+			proj = []string{"FirstName"}
+		}
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[Customer]{
+			Name: "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+			Indexes: []it.Index[Customer]{
+				{Name: "town", Fields: []string{"Town", "LastName"}, Strategy: st, Projection: proj},
+				{Name: "last", Fields: []string{"LastName"}, Strategy: st, Projection: proj},
+			},
+		})
+		require.NoError(t, err)
+		next := 0
+		allocs := testing.AllocsPerRun(200, func() {
+			c := benchCustomer(next)
+			next++
+			_, err := tbl.Insert(ctx, c)
+			require.NoError(t, err)
+		}) - testing.AllocsPerRun(200, func() { _ = benchCustomer(next) })
+		t.Logf("%v: %.0f allocations an insert", st, allocs)
+		assert.LessOrEqual(t, allocs, 11.0, "%v", st) // 13 to 15 without reuse
+	}
+}
+
+// TestKeysComeFromTheStoredRecord checks that index entries are those of the
+// record as the codec stores it, so fields the codec alters or drops leave
+// no entries behind, and that a primary key the codec would alter is
+// refused.
+func TestKeysComeFromTheStoredRecord(t *testing.T) {
+	type doc struct {
+		ID     string
+		Tag    string `json:"-"` // indexed, but JSON does not store it
+		Title  string
+		Hidden string `json:"-"`
+	}
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[doc]{Name: "docs", PrimaryKey: []string{"ID"}, Indexes: []it.Index[doc]{
+		{Name: "tag", Fields: []string{"Tag"}, Strategy: it.FullCopy},
+		{Name: "title", Fields: []string{"Title"}},
+	}})
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, doc{ID: "1", Tag: "a", Title: "T\xff"})
+	require.NoError(t, err)
+	_, err = tbl.Update(ctx, doc{ID: "1", Tag: "b", Title: "U\xfe"})
+	require.NoError(t, err)
+
+	// JSON stored no Tag, and the titles with U+FFFD: so are the entries.
+	n, err := tbl.Count(ctx, it.Query{Index: "tag"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = tbl.Count(ctx, it.Query{Index: "tag", Eq: it.Tuple{""}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = tbl.Count(ctx, it.Query{Index: "title", Eq: it.Tuple{"U\ufffd"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{"1"}))
+	require.Empty(t, storeDump(t, s))
+
+	// A primary key JSON would alter is refused, and nothing is written.
+	_, err = tbl.Insert(ctx, doc{ID: "\xff"})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	assert.Contains(t, err.Error(), "does not survive the codec")
+	require.Empty(t, storeDump(t, s))
+}
+
+// TestVersionsDoNotRepeatAcrossIncarnations checks that a conditional
+// update based on a read from before a delete and re-insert is refused.
+func TestVersionsDoNotRepeatAcrossIncarnations(t *testing.T) {
+	ctx := context.Background()
+	tbl := openPeople(t, it.NewMemoryStore())
+	v1, err := tbl.Insert(ctx, person{ID: 1, Name: "A"})
+	require.NoError(t, err)
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{1}))
+	v2, err := tbl.Insert(ctx, person{ID: 1, Name: "B"})
+	require.NoError(t, err)
+	require.NotEqual(t, v1, v2)
+	_, err = tbl.Update(ctx, person{ID: 1, Name: "C"}, it.IfVersion(v1))
+	require.ErrorIs(t, err, it.ErrConflict)
+	v3, err := tbl.Update(ctx, person{ID: 1, Name: "C"}, it.IfVersion(v2))
+	require.NoError(t, err)
+	require.Equal(t, v2+1, v3)
+}
