@@ -1,0 +1,482 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"unsafe"
+)
+
+// read yields the records of plan p, or an error as the last call; when
+// onKey is not nil it is called with the key of each record's entry before
+// the record is yielded.
+//
+// A FullCopy index, the fact table and covered reads decode each entry as
+// it comes. Other reads, and reads whose entries must be checked against
+// the fact table, gather up to fetchChunk entries and fetch their records
+// with one GetMany (a checked read returns the whole record, covered or
+// not). Buffers live for the whole scan, so a read
+// allocates per record only what the codec does.
+//
+// A read that overlapped a DisableIndex (or EnableIndex) of its index in
+// this table may have missed the entries the disabling deleted: unless the
+// caller stopped it, it ends with an error wrapping ErrIndexNotReadable.
+func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
+	t.readEntries(ctx, rd, q, onKey, yield)
+	if !rd.ended {
+		if err := t.stillReadable(rd.plan.ix); err != nil {
+			rd.fail(err)
+		}
+	}
+}
+
+// shortKey reports whether entry e has fewer key components than plan p
+// fixes. A Key func may return tuples of different lengths, and a
+// non-unique entry's key is followed by its primary key: the entry of key
+// ("a") of record 5 reads as key ("a", 5), and lies in the range of a
+// query for it.
+func (t *Table[T]) shortKey(p *scanPlan, e Entry) (bool, error) {
+	if p.fixed == 0 {
+		return false, nil
+	}
+	n := 0
+	for off := len(p.ix.prefix); off < len(e.Key); n++ {
+		l, err := ElementLen(e.Key[off:])
+		if err != nil {
+			return false, err
+		}
+		off += l
+	}
+	return n-len(t.pk) < p.fixed, nil
+}
+
+// stillReadable returns an error wrapping ErrIndexNotReadable when ix (nil:
+// the fact table) is no longer readable in this generation: a disabling
+// publishes its view before it deletes the entries, so a read that finds
+// the view unchanged after its scan read them all.
+func (t *Table[T]) stillReadable(ix *indexTable) error {
+	if ix == nil {
+		return nil
+	}
+	if now := t.indexes.load().lookup(ix.name); now.gen == ix.gen && now.state == IndexReadable {
+		return nil
+	}
+	return fmt.Errorf("%w: table %q, index %q was disabled during the read", ErrIndexNotReadable, t.name, ix.name)
+}
+
+// readEntries is read without the check that its index stayed readable.
+func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
+	rd.limit, rd.onKey, rd.yield = q.Limit, onKey, yield
+	p := &rd.plan
+	r := p.r
+	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
+		if len(rd.pending) == 0 && len(p.where) == 0 && p.fixed == 0 {
+			r.Limit = q.Limit // else some entries may be skipped
+		}
+		for e, err := range t.store.Scan(ctx, r) {
+			short := false
+			if err == nil {
+				short, err = t.shortKey(p, e)
+			}
+			owned := !short
+			if err == nil && owned {
+				rd.rec = rd.zero
+				if len(rd.pending) > 0 {
+					owned, err = t.decodeIfPending(ctx, rd, e)
+				} else {
+					err = t.decodeDirect(p.ix, e, &rd.rec)
+				}
+			}
+			if err != nil {
+				rd.fail(err)
+				return
+			}
+			if owned && !rd.emit(e.Key) {
+				return
+			}
+		}
+		return
+	}
+	rd.f.t, rd.f.ix = t, p.ix
+	for e, err := range t.store.Scan(ctx, r) {
+		short := false
+		if err == nil {
+			short, err = t.shortKey(p, e)
+		}
+		if err == nil && short {
+			continue
+		}
+		if err == nil {
+			err = rd.f.add(e)
+		}
+		if err != nil {
+			rd.fail(err)
+			return
+		}
+		want := fetchChunk
+		if q.Limit > 0 {
+			want = min(want, q.Limit-rd.n)
+		}
+		if len(rd.f.pending) == want && !rd.flush(ctx) {
+			return
+		}
+	}
+	if len(rd.f.pending) > 0 {
+		rd.flush(ctx)
+	}
+}
+
+// reader is the state of one read, kept in the table's pool with its
+// buffers for the next read.
+type reader[T any] struct {
+	plan scanPlan
+	// check: check each entry against its fact record; or pending: those
+	// of these records (encoded primary keys).
+	check    bool
+	pending  [][]byte
+	limit    int
+	onKey    func([]byte)
+	yield    func(T, error) bool
+	ended    bool   // the read failed, or its caller stopped it: yield no more
+	rec      T      // decoded into, then yielded by value
+	whereBuf []byte // a field's encoding, to compare with Where
+	zero     T
+	n        int  // records yielded
+	counting bool // a Count, which needs no record
+	f        fetcher[T]
+}
+
+func (t *Table[T]) newReader() *reader[T] {
+	if rd, ok := t.readers.Get().(*reader[T]); ok {
+		return rd
+	}
+	return new(reader[T])
+}
+
+// freeReader returns rd to the pool, keeping its buffers unless they grew
+// large, and nothing that refers to the caller or to the store's memory.
+func (t *Table[T]) freeReader(rd *reader[T]) {
+	if ix := rd.plan.ix; ix != nil {
+		ix.use.returned.Add(int64(rd.n))
+	}
+	f := &rd.f
+	clear(f.keys[:cap(f.keys)])
+	clear(f.values[:cap(f.values)])
+	clear(f.ownKeys[:cap(f.ownKeys)])
+	f.reset()
+	if cap(f.buf) > 1<<16 || cap(rd.plan.buf) > 1<<12 {
+		return
+	}
+	*rd = reader[T]{plan: scanPlan{buf: rd.plan.buf[:0]}, f: fetcher[T]{
+		buf: f.buf, pending: f.pending, keys: f.keys[:0], values: f.values[:0], scratch: f.scratch[:0], ownKeys: f.ownKeys[:0],
+	}}
+	t.readers.Put(rd)
+}
+
+func (rd *reader[T]) fail(err error) {
+	rd.ended = true
+	rd.yield(rd.zero, err)
+}
+
+// matches reports whether rd.rec holds the values of the query's Where.
+func (rd *reader[T]) matches() bool {
+	rv := reflect.ValueOf(&rd.rec).Elem()
+	for _, c := range rd.plan.where {
+		fv := c.f.get(rv)
+		if !fv.IsValid() {
+			return false
+		}
+		rd.whereBuf = appendKeyValue(rd.whereBuf[:0], fv)
+		if !bytes.Equal(rd.whereBuf, c.want) {
+			return false
+		}
+	}
+	return true
+}
+
+func (rd *reader[T]) emit(key []byte) bool {
+	if len(rd.plan.where) > 0 && !rd.matches() {
+		return true
+	}
+	if rd.onKey != nil {
+		rd.onKey(key)
+	}
+	rd.n++
+	if !rd.yield(rd.rec, nil) {
+		rd.ended = true
+		return false
+	}
+	return rd.n != rd.limit
+}
+
+// flush fetches and yields the pending records; false means stop.
+func (rd *reader[T]) flush(ctx context.Context) bool {
+	defer rd.f.reset()
+	if err := rd.f.fetch(ctx); err != nil {
+		rd.fail(err)
+		return false
+	}
+	for i := range rd.f.pending {
+		rd.rec = rd.zero
+		ok, err := rd.f.decode(i, &rd.rec)
+		if err != nil {
+			rd.fail(err)
+			return false
+		}
+		if ok && !rd.emit(rd.f.entryKey(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// fetcher gathers the entries of a normalized or partial index and fetches
+// their records from the fact table in one GetMany. Keys are kept in one
+// buffer, reused from chunk to chunk.
+type fetcher[T any] struct {
+	t       *Table[T]
+	ix      *indexTable
+	buf     []byte        // fact keys and entry keys
+	pending []pendingFact // offsets into buf
+	keys    [][]byte      // fact keys, for GetMany
+	values  [][]byte      // their records
+	scratch []byte        // key encoding scratch
+	ownKeys [][]byte
+}
+
+// pendingFact is an entry whose record is still to be fetched: its fact key
+// is buf[start:mid] and its entry key buf[mid:end].
+type pendingFact struct{ start, mid, end int }
+
+func (f *fetcher[T]) add(e Entry) error {
+	pk, _, err := f.ix.decodeEntry(e.Key, e.Value, len(f.t.pk))
+	if err != nil {
+		return err
+	}
+	start := len(f.buf)
+	f.buf = append(append(f.buf, f.t.factSpace...), pk...)
+	mid := len(f.buf)
+	f.buf = append(f.buf, e.Key...)
+	f.pending = append(f.pending, pendingFact{start, mid, len(f.buf)})
+	return nil
+}
+
+func (f *fetcher[T]) entryKey(i int) []byte {
+	p := f.pending[i]
+	return f.buf[p.mid:p.end]
+}
+
+func (f *fetcher[T]) reset() {
+	f.buf, f.pending = f.buf[:0], f.pending[:0]
+}
+
+func (f *fetcher[T]) fetch(ctx context.Context) error {
+	f.keys = f.keys[:0]
+	for _, p := range f.pending {
+		f.keys = append(f.keys, f.buf[p.start:p.mid])
+	}
+	var err error
+	f.values, err = f.t.store.GetMany(ctx, f.keys, f.values[:0])
+	if err == nil && len(f.values) != len(f.keys) {
+		err = fmt.Errorf("table %q: GetMany of %d keys returned %d values", f.t.name, len(f.keys), len(f.values))
+	}
+	return err
+}
+
+// decode decodes the record of pending entry i into rec, and reports
+// whether it still owns the entry: a record that is gone, or that changed
+// after the entry was read, is left out.
+func (f *fetcher[T]) decode(i int, rec *T) (bool, error) {
+	p := f.pending[i]
+	return f.decodeOwner(f.values[i], f.buf[p.mid:p.end], f.buf[p.start+len(f.t.factSpace):p.mid], rec)
+}
+
+// decodeOwner decodes into rec the fact record fact (nil: gone), with
+// encoded primary key pk, and reports whether it still has the entry
+// entryKey.
+func (f *fetcher[T]) decodeOwner(fact, entryKey, pk []byte, rec *T) (bool, error) {
+	if fact == nil {
+		return false, nil
+	}
+	_, payload, err := decodeFact(fact)
+	if err == nil {
+		err = f.t.decodeStored(payload, rec)
+	}
+	if err != nil {
+		return false, fmt.Errorf("table %q: decode record: %w", f.t.name, err)
+	}
+	f.ownKeys, err = f.ix.keys(f.ownKeys[:0], reflect.ValueOf(rec).Elem(), f.scratch[:0])
+	if err != nil {
+		return false, err
+	}
+	if len(f.ownKeys) == 1 {
+		f.scratch = f.ownKeys[0]
+	}
+	return ownsEntry(f.ix, f.ownKeys, entryKey, pk), nil
+}
+
+// ownsEntry reports whether the record with encoded primary key pk, whose
+// keys in ix are keys, has the entry entryKey.
+func ownsEntry(ix *indexTable, keys [][]byte, entryKey, pk []byte) bool {
+	rest := entryKey[len(ix.prefix):]
+	if !ix.unique {
+		if !bytes.HasSuffix(rest, pk) {
+			return false
+		}
+		rest = rest[:len(rest)-len(pk)]
+	}
+	for _, k := range keys {
+		if bytes.Equal(rest, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeIfPending decodes entry e of rd's index into rd.rec: from the entry
+// itself, unless its record is one of rd.pending, whose record is then read
+// and decoded whole, and reported as not owning e if its keys moved on.
+func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) (bool, error) {
+	ix := rd.plan.ix
+	if !rd.mayBePending(e) {
+		return true, t.decodeDirect(ix, e, &rd.rec)
+	}
+	pk, _, err := ix.decodeEntry(e.Key, e.Value, len(t.pk))
+	if err != nil {
+		return false, err
+	}
+	f := &rd.f
+	f.t, f.ix = t, ix
+	f.scratch = append(append(f.scratch[:0], t.factSpace...), pk...)
+	fact, err := t.store.Get(ctx, f.scratch)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		fact = nil
+	case err != nil:
+		return false, err
+	}
+	return f.decodeOwner(fact, e.Key, pk, &rd.rec)
+}
+
+// mayBePending reports whether entry e may belong to a record of
+// rd.pending: cheaply, by the bytes its key ends with (a false match only
+// costs a check), or, in a unique entry, by the primary key in its value.
+func (rd *reader[T]) mayBePending(e Entry) bool {
+	if ix := rd.plan.ix; ix.unique {
+		own, _, err := ix.decodeUnique(e.Value)
+		return err != nil || slices.ContainsFunc(rd.pending, func(pk []byte) bool { return bytes.Equal(pk, own) })
+	}
+	for _, pk := range rd.pending {
+		if bytes.HasSuffix(e.Key, pk) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeDirect decodes into rec a record from a fact table entry (ix nil)
+// or a full-copy entry, or the covered fields of any index entry.
+func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
+	var payload []byte
+	var err error
+	switch {
+	case ix == nil:
+		_, payload, err = decodeFact(e.Value)
+	case ix.strategy == FullCopy && !ix.unique:
+		payload = e.Value
+	default:
+		if ix.strategy != FullCopy {
+			return t.decodeCovered(ix, e.Key, e.Value, reflect.ValueOf(rec).Elem())
+		}
+		_, payload, err = ix.decodeEntry(e.Key, e.Value, len(t.pk))
+	}
+	if err == nil {
+		err = t.decodeStored(payload, rec)
+	}
+	if err != nil {
+		return fmt.Errorf("table %q: decode record: %w", t.name, err)
+	}
+	return nil
+}
+
+// decodeCovered fills rv with what an index entry holds: the primary key,
+// the single-valued key fields and the projection. Decoded strings are cut
+// from the entry: from the store's own memory when it may be kept, else from
+// one copy of it.
+func (t *Table[T]) decodeCovered(ix *indexTable, key, value []byte, rv reflect.Value) error {
+	if !t.stable {
+		buf := make([]byte, len(key)+len(value))
+		copy(buf[copy(buf, key):], value)
+		key, value = buf[:len(key):len(key)], buf[len(key):]
+	}
+	// The primary key is in a unique entry's value, before the payload;
+	// otherwise at the end of the key, after the key fields. Each part is
+	// decoded within its own bounds: a string element ends with 0x00, and a
+	// 0xFF after it would read as an escaped zero.
+	pkIn, pkOff, payload := key, 0, value
+	if ix.unique {
+		pk, rest, err := ix.decodeUnique(value)
+		if err != nil {
+			return err
+		}
+		pkIn, payload = value[:len(value)-len(rest)], rest
+		pkOff = len(pkIn) - len(pk)
+	}
+	if ix.fields != nil {
+		end, err := decodeFields(bytesString(key), key, len(ix.prefix), rv, ix.fields)
+		if err != nil {
+			return err
+		}
+		if !ix.unique {
+			pkOff = end
+		}
+	} else if !ix.unique {
+		// A computed key has no fields to decode; find where its primary
+		// key starts.
+		pk, _, err := ix.decodeEntry(key, value, len(t.pk))
+		if err != nil {
+			return err
+		}
+		pkOff = len(key) - len(pk)
+	}
+	end, err := decodeFields(bytesString(pkIn), pkIn, pkOff, rv, t.pk)
+	if err != nil {
+		return err
+	}
+	if end != len(pkIn) {
+		return fmt.Errorf("%w: index %q: %d bytes after the primary key", ErrMalformedKey, ix.name, len(pkIn)-end)
+	}
+	if ix.strategy == Partial {
+		return ix.proj.decodePayload(bytesString(payload), rv, t.codec)
+	}
+	return nil
+}
+
+// bytesString returns b as a string that shares its memory; b must never be
+// written again.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// decodeFields decodes consecutive tuple elements from b[off:] into the
+// fields of rv, setting the nil embedded pointers on their way (a record
+// has an entry only with its key fields reachable), and returns the offset
+// after them. Multi-valued fields are skipped.
+func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field) (int, error) {
+	for i := range fields {
+		f := &fields[i]
+		var n int
+		var err error
+		if f.multi {
+			n, err = elemLen(b, off)
+		} else {
+			n, err = decodeKeyInto(s, b, off, f.settable(rv))
+		}
+		if err != nil {
+			return 0, err
+		}
+		off += n
+	}
+	return off, nil
+}

@@ -1,0 +1,288 @@
+package indextable_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadsCostWhatTheStrategySays(t *testing.T) {
+	ctx := context.Background()
+	s := countingstore.New(it.NewMemoryStore())
+	tbl := openPeople(t, s)
+	for i := range 150 {
+		_, err := tbl.Insert(ctx, person{ID: i, Name: fmt.Sprint("N", i), Town: "R", Score: i, Note: "n"})
+		require.NoError(t, err)
+	}
+	cases := []struct {
+		q                     it.Query
+		scans, getManys, gets int64
+	}{
+		{it.Query{Index: "town_name", Eq: it.Tuple{"R"}}, 1, 0, 0},                  // full copy: one lookup
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}}, 1, 3, 0},                       // keys only: facts in 3 batches of <=64
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}, Covered: true}, 1, 0, 0},        // keys only, covered
+		{it.Query{Index: "name", Lower: it.Inclusive("N")}, 1, 3, 0},                // partial, whole records
+		{it.Query{Index: "name", Lower: it.Inclusive("N"), Covered: true}, 1, 0, 0}, // partial, from the index alone
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}, Limit: 10}, 1, 1, 0},            // a limit fetches only what it needs
+		// Fields that the entries hold make a read covered; one they lack does not.
+		{it.Query{Index: "name", Lower: it.Inclusive("N"), Fields: []string{"ID", "Name", "Score"}}, 1, 0, 0},
+		{it.Query{Index: "name", Lower: it.Inclusive("N"), Fields: []string{"Name", "Note"}}, 1, 3, 0},
+		{it.Query{Index: "town", Eq: it.Tuple{"R"}, Fields: []string{"Town"}}, 1, 0, 0},
+	}
+	for _, c := range cases {
+		before := s.Counts()
+		n := len(collect(t, tbl, c.q))
+		got := s.Counts().Sub(before)
+		want := 150
+		if c.q.Limit > 0 {
+			want = c.q.Limit
+		}
+		assert.Equal(t, want, n, "%+v", c.q)
+		assert.Equal(t, []int64{c.scans, c.getManys, c.gets}, []int64{got.Scans, got.GetManys, got.Gets}, "%+v", c.q)
+		if c.getManys > 0 {
+			assert.Equal(t, int64(want), got.ManyKeys)
+		}
+	}
+}
+
+// hookStore calls onScan after each entry a scan yields, to interleave a
+// concurrent write at a chosen point of a read.
+type hookStore struct {
+	*it.MemoryStore
+	onScan func(it.Entry)
+}
+
+func (s hookStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	return func(yield func(it.Entry, error) bool) {
+		for e, err := range s.MemoryStore.Scan(ctx, r) {
+			if !yield(e, err) {
+				return
+			}
+			if err == nil && s.onScan != nil {
+				s.onScan(e)
+			}
+		}
+	}
+}
+
+// TestNormalizedReadsSkipRecordsThatMovedOn checks the fetch path: an entry
+// read before its record changed is not returned with the new record.
+func TestNormalizedReadsSkipRecordsThatMovedOn(t *testing.T) {
+	ctx := context.Background()
+	s := &hookStore{MemoryStore: it.NewMemoryStore()}
+	tbl := openPeople(t, s)
+	for i := range 5 {
+		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
+		require.NoError(t, err)
+	}
+	moved := false
+	s.onScan = func(it.Entry) {
+		if !moved {
+			// The first entry has been read; record 2 leaves Redmond before the
+			// read fetches the records.
+			moved = true
+			_, err := tbl.Update(ctx, person{ID: 2, Town: "S"})
+			require.NoError(t, err)
+		}
+	}
+	var got []int
+	for p, err := range tbl.Find(ctx, it.Query{Index: "town", Eq: it.Tuple{"R"}}) {
+		require.NoError(t, err)
+		got = append(got, p.ID)
+	}
+	require.True(t, moved)
+	assert.Equal(t, []int{0, 1, 3, 4}, got)
+}
+
+// TestReadAllocations checks that a read allocates a constant amount, and
+// per record only the codec's one copy of it; none on a store whose values
+// may be kept (StableStore), which records share memory with.
+func TestReadAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts need a full run")
+	}
+	ctx := context.Background()
+	for _, st := range []struct {
+		name    string
+		s       it.Strategy
+		proj    []string
+		covered bool
+	}{
+		{"full-copy", it.FullCopy, nil, false},
+		{"keys-only", it.KeysOnly, nil, false},
+		{"partial", it.Partial, []string{"FirstName"}, false},
+		{"partial covered", it.Partial, []string{"FirstName"}, true},
+	} {
+		for _, stable := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/stable=%t", st.name, stable), func(t *testing.T) {
+				var s it.Store = it.NewMemoryStore()
+				perRecord := 0.0
+				if !stable {
+					s, perRecord = struct{ it.Store }{s}, 1 // hides StableValues
+				}
+				tbl, err := it.Open(ctx, s, it.Schema[Customer]{
+					Name: "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+					Indexes: []it.Index[Customer]{{Name: "town", Fields: []string{"Town", "LastName"}, Strategy: st.s, Projection: st.proj}},
+				})
+				require.NoError(t, err)
+				for i := range 300 {
+					c := benchCustomer(i)
+					c.Town = "Redmond"
+					_, err := tbl.Insert(ctx, c)
+					require.NoError(t, err)
+				}
+				allocs := func(limit int) float64 {
+					q := it.Query{Index: "town", Eq: it.Tuple{"Redmond"}, Limit: limit, Covered: st.covered}
+					return testing.AllocsPerRun(20, func() {
+						n := 0
+						for _, err := range tbl.Find(ctx, q) {
+							require.NoError(t, err)
+							n++
+						}
+						require.Equal(t, limit, n)
+					})
+				}
+				const constant = 40
+				for _, n := range []int{1, 10, 64, 65, 200} {
+					a := allocs(n)
+					t.Logf("%d records: %.0f allocations", n, a)
+					assert.LessOrEqual(t, a, perRecord*float64(n)+constant, "%d records", n)
+				}
+			})
+		}
+	}
+}
+
+// reusingStore yields each scanned entry from one buffer that it scribbles
+// over once the loop body returns, as a store whose iterator reuses its
+// memory may; it does not say StableValues.
+type reusingStore struct{ it.Store }
+
+func (s reusingStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	return func(yield func(it.Entry, error) bool) {
+		var buf []byte
+		for e, err := range s.Store.Scan(ctx, r) {
+			buf = append(append(buf[:0], e.Key...), e.Value...)
+			e = it.Entry{Key: buf[:len(e.Key)], Value: buf[len(e.Key):]}
+			ok := yield(e, err)
+			for i := range buf {
+				buf[i] = 0xEE
+			}
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// TestRecordsOutliveScanEntries checks that records read from a store whose
+// scan memory is reused do not share it: every strategy, covered or not,
+// and the fact table, with both codecs, alone and as a shard.
+func TestRecordsOutliveScanEntries(t *testing.T) {
+	ctx := context.Background()
+	stable, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+	require.NoError(t, err)
+	require.True(t, stable.StableValues(), "memory shards keep their values")
+	for i, c := range []it.Codec{&it.BinaryCodec{}, it.JSONCodec{}, &it.BinaryCodec{}} {
+		var s it.Store = reusingStore{it.NewMemoryStore()}
+		if i == 2 { // a shard that reuses its memory makes the sharded store copy
+			sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), s})
+			require.NoError(t, err)
+			require.False(t, sharded.StableValues())
+			s = sharded
+		}
+		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: colocatable(personIndexes()), Codec: c})
+		require.NoError(t, err)
+		model := map[int]person{}
+		r := rand.New(rand.NewPCG(7, 7))
+		for id := range 50 {
+			p := randomPerson(r, id, []string{"Ann", "Bob", "Cy"})
+			if _, err := tbl.Insert(ctx, p); err == nil {
+				model[id] = p
+			}
+		}
+		_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{}) // what a sharded store queued
+		require.NoError(t, err)
+		for _, q := range []it.Query{
+			{}, {Index: "town_name"}, {Index: "town"}, {Index: "name"}, {Index: "name", Covered: true},
+			{Index: "tags", Covered: true}, {Index: "score_parity", Covered: true},
+		} {
+			var got []person
+			for p, err := range tbl.Find(ctx, q) {
+				require.NoError(t, err)
+				got = append(got, p)
+			}
+			require.NotEmpty(t, got)
+			for _, p := range got {
+				want := model[p.ID]
+				if q.Covered {
+					want = covered(q.Index, want)
+				}
+				require.Equal(t, want, p, "%T, query %+v", c, q)
+			}
+		}
+	}
+}
+
+// TestCoveredReadsOfComputedUniqueKeys reads the primary key back from the
+// value of a unique entry whose key is computed.
+func TestCoveredReadsOfComputedUniqueKeys(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{Name: "p", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[person]{{Name: "lower_email", Unique: true, Strategy: it.Partial, Projection: []string{"Town"},
+			Key: func(p person) []it.Tuple { return []it.Tuple{{strings.ToLower(p.Email)}} }}}})
+	require.NoError(t, err)
+	for i, e := range []string{"B@x", "a@X"} {
+		_, err := tbl.Insert(ctx, person{ID: i + 7, Email: e, Town: "T" + e})
+		require.NoError(t, err)
+	}
+	_, err = tbl.Insert(ctx, person{ID: 9, Email: "A@x"})
+	require.ErrorIs(t, err, it.ErrUniqueViolation)
+	got := collect(t, tbl, it.Query{Index: "lower_email", Covered: true})
+	assert.Equal(t, []person{{ID: 8, Town: "Ta@X"}, {ID: 7, Town: "TB@x"}}, got)
+}
+
+// TestCoveredReadsAtLengthBoundaries reads entries whose value starts with
+// 0xFF (a length of 255), which must not be taken for an escaped zero at
+// the end of the key's last string.
+func TestCoveredReadsAtLengthBoundaries(t *testing.T) {
+	type rec struct {
+		ID   string
+		Mail string
+		Note string
+	}
+	ctx := context.Background()
+	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "r", PrimaryKey: []string{"ID"}, Codec: codec,
+			Indexes: []it.Index[rec]{
+				{Name: "note", Fields: []string{"Mail"}, Strategy: it.Partial, Projection: []string{"Note"}},
+				{Name: "unique", Fields: []string{"Mail"}, Unique: true, Strategy: it.Partial, Projection: []string{"Note"}},
+			}})
+		require.NoError(t, err)
+		var want []rec
+		for n := 118; n < 260; n++ { // payload lengths across 127 and 255
+			r := rec{ID: strings.Repeat("i", n), Mail: fmt.Sprint("m", n), Note: strings.Repeat("n", n)}
+			_, err := tbl.Insert(ctx, r)
+			require.NoError(t, err)
+			want = append(want, r)
+		}
+		slices.SortFunc(want, func(a, b rec) int { return strings.Compare(a.Mail, b.Mail) })
+		for _, ix := range []string{"note", "unique"} {
+			var got []rec
+			for r, err := range tbl.Find(ctx, it.Query{Index: ix, Covered: true}) {
+				require.NoError(t, err, "%T %s", codec, ix)
+				got = append(got, r)
+			}
+			require.Equal(t, want, got, "%T %s", codec, ix)
+		}
+	}
+}
