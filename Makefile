@@ -17,7 +17,7 @@ TESTTIMEOUT ?= 1h
 AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
 PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... ./cmd/indextable/... $(AZSTORE)
 
-.PHONY: test azurite bench bench-pebble bench-azurite bench-sharded bench-compare fuzz lint examples
+.PHONY: test azurite bench bench-upkeep bench-pebble bench-azurite bench-sharded bench-compare bench-results fuzz lint examples
 
 # vet, then every test of every module with the race detector (under Azurite
 # when the Azure store exists).
@@ -29,34 +29,58 @@ test:
 azurite:
 	scripts/azurite $(GO) test -race -count=1 -timeout=$(TESTTIMEOUT) ./azstore/...
 
-# The benchmarks at 100,000 records, with the google/btree floor in the same run
-# (BENCHTIME operations each, BENCHCOUNT times: compare medians).
+# The benchmark targets. Each writes the raw `go test -bench` output of its runs to
+# bench/raw/NAME.txt (the date and Go version, then go test's own goos, goarch and cpu
+# lines, then the results), replacing it only when every run succeeded, and then
+# regenerates bench/results.md from all the raw files (bench-results), so that one
+# target refreshes its own section and leaves the others as last measured. Keep the old
+# raw file to compare two runs with benchstat. Tables show ratios to a baseline measured
+# in the same run, since a shared machine's absolute figures move from run to run.
+BENCHRAW = bench/raw
+BENCHSTAMP = echo "date: $$(date -u +%Y-%m-%dT%H:%MZ)" && echo "go: $$($(GO) env GOVERSION)"
+# $(call benchrun,NAME,COMMANDS): run COMMANDS (from the repository's root, in a
+# subshell) into $(BENCHRAW)/NAME.txt, then regenerate bench/results.md.
+benchrun = mkdir -p $(BENCHRAW) && ($(BENCHSTAMP) && $(2)) > $(BENCHRAW)/$(1).tmp && \
+	mv $(BENCHRAW)/$(1).tmp $(BENCHRAW)/$(1).txt && $(MAKE) --no-print-directory bench-results
+
+# Every codec and strategy at 100,000 records, with the google/btree floor in the same
+# run (BENCHTIME operations each, BENCHCOUNT times; about 3 minutes): bench/raw/table.txt.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .
+	$(call benchrun,table,$(GO) test -run='^$$' -bench='^Benchmark(Table|Floor)$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .)
 
-# The Pebble store at 100,000 and 1,000,000 records, each strategy against raw
-# Pebble writes in the same run (about 5 minutes).
+# What an index costs besides its reads: eventual and synchronous writes against
+# fact-only ones, the stale check of eventual reads, the maintainer, Verify, and a
+# Build over 1,000,000 records (about a minute): bench/raw/upkeep.txt.
+bench-upkeep:
+	$(call benchrun,upkeep,$(GO) test -run='^$$' -bench='^Benchmark(EventualWrite|EventualRead|Maintainer|Verify)$$' -benchmem -benchtime=20000x -count=5 . && \
+		$(GO) test -run='^$$' -bench='^BenchmarkBackfill$$' -benchtime=1x -count=3 .)
+
+# The Pebble store at 100,000 and 1,000,000 records, each strategy against raw Pebble
+# writes in the same run (about 5 minutes): bench/raw/pebble.txt.
 bench-pebble:
-	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 .
-	cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .
+	$(call benchrun,pebble,cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 . && \
+		$(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .)
 
-# The Azure Table store's writes, range reads and gets on Azurite, in one run (about 2 minutes).
+# The Azure Table store's writes, range reads and gets on Azurite, in one run (about 2
+# minutes): bench/raw/azurite.txt.
 bench-azurite:
-	scripts/azurite $(GO) test -run='^$$' -bench=Azurite -benchmem -benchtime=400x -count=5 ./azstore/
+	$(call benchrun,azurite,scripts/azurite $(GO) test -run='^$$' -bench=Azurite -benchmem -benchtime=400x -count=5 ./azstore/)
 
-# A ShardedStore of 4 memory shards under each index rule against one memory store, in one run
-# (about 30 seconds).
+# A ShardedStore of 4 memory shards under each index rule against one memory store, in
+# one run, and what finding a key's shard costs (about 30 seconds): bench/raw/sharded.txt.
 bench-sharded:
-	$(GO) test -run='^$$' -bench=BenchmarkSharded -benchmem -benchtime=10000x -count=5 .
+	$(call benchrun,sharded,$(GO) test -run='^$$' -bench='^Benchmark(Sharded|ShardOf)$$' -benchmem -benchtime=10000x -count=5 .)
 
-# This library against go-memdb, buntdb and google/btree by hand (the floor), one workload of
-# 100,000 customers, in one run, then the scaling run at 10,000 to 1,000,000 (about 6 minutes);
-# writes bench/results.md: medians, ratios to the floor, the targets checked, the scaling table.
+# This library against go-memdb, buntdb and google/btree by hand (the floor), one workload
+# of 100,000 customers, in one run, then the scaling run at 10,000 to 1,000,000 (about 6
+# minutes): bench/raw/compare.txt.
 bench-compare:
-	cd bench && $(GO) test -run='^$$' -bench=Compare -benchmem -benchtime=20000x -count=5 . > compare.out
-	cd bench && $(GO) test -run='^$$' -bench=Scaling -count=3 . >> compare.out
-	cd bench && $(GO) run ./cmd/benchtable < compare.out > results.md
-	cat bench/results.md
+	$(call benchrun,compare,cd bench && $(GO) test -run='^$$' -bench=Compare -benchmem -benchtime=20000x -count=5 . && \
+		$(GO) test -run='^$$' -bench=Scaling -count=3 .)
+
+# bench/results.md from the raw files in bench/raw, without running anything.
+bench-results:
+	cd bench && $(GO) run ./cmd/benchtable -o results.md raw
 
 # Each fuzz target (the core's and the Azure key encoding's) for FUZZTIME.
 fuzz:

@@ -2,6 +2,7 @@ package indextable_test
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,4 +21,51 @@ func TestReadmeQuickStart(t *testing.T) {
 	block, _, ok := strings.Cut(rest, "```\n")
 	require.True(t, ok)
 	require.Equal(t, string(example), block)
+}
+
+// TestReadmeSetUp keeps the two commands a new user runs first in the
+// README, right after the quick start, and keeps CI running them: the main
+// example on the default store, and the test command.
+func TestReadmeSetUp(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	ci, err := os.ReadFile(".ci/run")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "## Quick start\n\n```go\n")
+	require.True(t, ok)
+	_, rest, ok = strings.Cut(rest, "```\n") // the end of the quick start
+	require.True(t, ok)
+	_, rest, ok = strings.Cut(rest, "```\n") // the next block: the set-up commands
+	require.True(t, ok, "a block of commands follows the quick start")
+	block, _, ok := strings.Cut(rest, "```\n")
+	require.True(t, ok)
+	var commands []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		commands = append(commands, strings.TrimSpace(cmd))
+	}
+	require.Equal(t, []string{"go run ./examples/customers", "make test"}, commands)
+	for _, cmd := range commands {
+		require.Regexp(t, "(?m)^"+regexp.QuoteMeta(cmd)+"( |$)", string(ci), ".ci/run runs %q", cmd)
+	}
+}
+
+// TestReadmeNoBenchmarkFigures keeps benchmark figures out of the README:
+// they belong in bench/results.md, which the Makefile's bench targets
+// generate, stamped with the machine and date they were measured on. A
+// figure typed by hand is of another machine and another version.
+func TestReadmeNoBenchmarkFigures(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`\d\s*(ns|µs|us|ms)\b`),                             // a time per operation
+		regexp.MustCompile(`\b(ns|B|allocs)/op\b`),                             // go test -bench units
+		regexp.MustCompile(`\d\s*(ops|records|changes|entries|mutations)/s\b`), // a rate
+		regexp.MustCompile(`\b\d+(\.\d+)?x\b`),                                 // a ratio such as 1.5x
+		regexp.MustCompile(`\d[–-]\d+(\.\d+)?x\b`),                             // a range of ratios
+		regexp.MustCompile(`(?i)\b(xeon|epyc|ryzen|opteron|threadripper|graviton|neoverse|ampere|core\(tm\)|apple m\d|ghz|vcpu)\b`), // a machine
+		regexp.MustCompile(`(?i)\b\d+-core\b`),
+	} {
+		require.Nil(t, bad.FindIndex(readme), "README.md holds a benchmark figure or machine (%q): put it in bench/results.md, which `make bench-*` generate, and link to it", bad.FindString(string(readme)))
+	}
 }

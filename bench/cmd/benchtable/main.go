@@ -1,231 +1,108 @@
-// Command benchtable turns the output of the bench module's
-// BenchmarkCompare (go test -bench, several -count runs) into a Markdown
-// table of medians and their ratios to the floor, and checks the targets
-// the library sets itself against them.
+// Command benchtable writes bench/results.md from the raw output of the
+// Makefile's benchmark targets: one section a target, each made of tables
+// of medians and their ratios to a baseline measured in the same run, the
+// targets the library sets itself checked against them, and the machine,
+// Go version and date of the run.
 //
-//	go test -run='^$' -bench=Compare -count=5 . | go run ./cmd/benchtable
+//	go run ./cmd/benchtable -o results.md raw
+//
+// The directory (bench/raw) holds one file a target, the `go test -bench`
+// output of its runs after two lines of its own, "date: ..." and "go: ...":
+// table.txt (make bench), compare.txt (make bench-compare), upkeep.txt
+// (make bench-upkeep), pebble.txt (make bench-pebble), azurite.txt (make
+// bench-azurite) and sharded.txt (make bench-sharded). A target rewrites its
+// own file and runs this command, so the other sections stay as last
+// measured. A section whose file is missing says which target makes it.
+// Nothing in results.md is typed by hand: a test checks that it is what
+// this command makes of bench/raw.
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"errors"
+	"flag"
 	"fmt"
-	"io"
+	"io/fs"
 	"log"
 	"os"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
+	"path/filepath"
 )
 
-var ops = []string{"insert", "update", "lookup", "range100", "get"}
-
-// A line such as
-// BenchmarkCompare/floor/lookup-2  20000  312.5 ns/op  0 B/op  0 allocs/op
-// (or BenchmarkScaling/100000/lookup-2 ..., whose system is its size).
-var line = regexp.MustCompile(`^Benchmark(Compare|Scaling)/([^/\s]+)/([^/\s]+?)(?:-\d+)?\s+\d+\s+(.*)$`)
-
-// results holds, by system and operation, each run's value of each unit.
-type results map[string]map[string]map[string][]float64
-
 func main() {
-	in, err := io.ReadAll(os.Stdin)
+	out := flag.String("o", "", "write the Markdown to this file (default: standard output)")
+	flag.Usage = func() {
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: benchtable [-o results.md] RAWDIR")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	doc, err := render(flag.Arg(0))
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, order, err := parse(bytes.NewReader(in), "Compare")
-	if err != nil {
+	if *out == "" {
+		os.Stdout.Write(doc)
+		return
+	}
+	tmp := *out + ".tmp"
+	if err := os.WriteFile(tmp, doc, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	scale, sizes, err := parse(bytes.NewReader(in), "Scaling")
-	if err != nil {
+	if err := os.Rename(tmp, *out); err != nil {
 		log.Fatal(err)
-	}
-	if len(order) == 0 && len(sizes) == 0 {
-		log.Fatal("benchtable: no BenchmarkCompare or BenchmarkScaling results in the input")
-	}
-	if len(order) > 0 {
-		if order[0] != "floor" {
-			log.Fatal("benchtable: no BenchmarkCompare/floor results in the input")
-		}
-		write(os.Stdout, res, order)
-	}
-	if len(sizes) > 0 {
-		writeScaling(os.Stdout, scale, sizes)
 	}
 }
 
-// parse reads the results of benchmark Benchmark+name, and the order in
-// which their systems first appear.
-func parse(r io.Reader, name string) (results, []string, error) {
-	res := results{}
-	var order []string
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		m := line.FindStringSubmatch(sc.Text())
-		if m == nil || m[1] != name {
+// render returns results.md made of the raw files in dir.
+func render(dir string) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprint(&b, header)
+	found := 0
+	for _, s := range sections {
+		fmt.Fprintf(&b, "\n## %s\n\n", s.title)
+		data, err := os.ReadFile(filepath.Join(dir, s.file))
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(&b, "Not measured yet: run `%s`.\n", s.target)
 			continue
 		}
-		sys, op, fields := m[2], m[3], strings.Fields(m[4])
-		if res[sys] == nil {
-			res[sys] = map[string]map[string][]float64{}
-			order = append(order, sys)
+		if err != nil {
+			return nil, err
 		}
-		if res[sys][op] == nil {
-			res[sys][op] = map[string][]float64{}
+		r, err := parse(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("benchtable: %s: %w", s.file, err)
 		}
-		for i := 0; i+1 < len(fields); i += 2 {
-			v, err := strconv.ParseFloat(fields[i], 64)
-			if err != nil {
-				return nil, nil, fmt.Errorf("benchtable: %q: %w", sc.Text(), err)
-			}
-			res[sys][op][fields[i+1]] = append(res[sys][op][fields[i+1]], v)
+		if len(r.order) == 0 {
+			return nil, fmt.Errorf("benchtable: %s: no benchmark results", s.file)
+		}
+		found++
+		var sec bytes.Buffer
+		fmt.Fprintf(&sec, "`%s`: %s.\n\n%s\n", s.target, r.stamp(), s.about)
+		if err := s.write(&sec, r); err != nil {
+			return nil, fmt.Errorf("benchtable: %s: %w", s.file, err)
+		}
+		b.Write(bytes.TrimRight(sec.Bytes(), "\n"))
+		b.WriteByte('\n')
+		if s.notes != "" {
+			fmt.Fprintf(&b, "\n%s", s.notes)
 		}
 	}
-	return res, order, sc.Err()
+	if found == 0 {
+		return nil, fmt.Errorf("benchtable: no raw benchmark output in %s", dir)
+	}
+	return b.Bytes(), nil
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(v))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+const header = `# Benchmark results
 
-func (r results) med(sys, op, unit string) float64 { return median(r[sys][op][unit]) }
-
-func duration(ns float64) string {
-	switch {
-	case ns >= 1e6:
-		return fmt.Sprintf("%.2f ms", ns/1e6)
-	case ns >= 1e3:
-		return fmt.Sprintf("%.2f µs", ns/1e3)
-	}
-	return fmt.Sprintf("%.0f ns", ns)
-}
-
-func write(w io.Writer, r results, order []string) {
-	fmt.Fprintf(w, "| system | %s | heap bytes/record |\n|---|%s---|\n", strings.Join(ops, " | "), strings.Repeat("---|", len(ops)))
-	for _, sys := range order {
-		cells := []string{sys}
-		for _, op := range ops {
-			if len(r[sys][op]["ns/op"]) == 0 {
-				cells = append(cells, "–")
-				continue
-			}
-			ns, floor := r.med(sys, op, "ns/op"), r.med("floor", op, "ns/op")
-			cell := duration(ns)
-			if sys != "floor" && floor > 0 {
-				cell += fmt.Sprintf(" (%.2fx)", ns/floor)
-			}
-			cells = append(cells, cell)
-		}
-		bytes := "n/a (off-heap)"
-		if b := r.med(sys, "get", "heap-bytes/record"); b > 0 {
-			bytes = fmt.Sprintf("%.0f", b)
-			if f := r.med("floor", "get", "heap-bytes/record"); sys != "floor" && f > 0 {
-				bytes += fmt.Sprintf(" (%.2fx)", b/f)
-			}
-		}
-		fmt.Fprintf(w, "| %s | %s |\n", strings.Join(cells, " | "), bytes)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Targets, on the medians of this run:")
-	fmt.Fprintln(w)
-	for _, t := range targets(r, order) {
-		mark := "met"
-		if !t.met {
-			mark = "**missed**"
-		}
-		fmt.Fprintf(w, "- %s: %s (%s)\n", t.what, mark, t.detail)
-	}
-}
-
-type target struct {
-	what, detail string
-	met          bool
-}
-
-// targets checks the library's memory-store systems against the targets:
-// every operation faster than go-memdb and buntdb; inserts at most 2x the
-// floor; full-copy reads at most 1.5x; keys-only bytes per record at most
-// 2x.
-func targets(r results, order []string) []target {
-	var out []target
-	ratio := func(sys, op, unit, to string) float64 {
-		if d := r.med(to, op, unit); d > 0 {
-			return r.med(sys, op, unit) / d
-		}
-		return 0
-	}
-	for _, sys := range order {
-		if !strings.HasPrefix(sys, "indextable-") || strings.Contains(sys, "pebble") {
-			continue
-		}
-		for _, peer := range []string{"go-memdb", "buntdb"} {
-			if r[peer] == nil {
-				continue
-			}
-			var slower []string
-			for _, op := range ops {
-				if x := ratio(sys, op, "ns/op", peer); x >= 1 {
-					slower = append(slower, fmt.Sprintf("%s %.2fx", op, x))
-				}
-			}
-			detail := "every operation faster"
-			if len(slower) > 0 {
-				detail = "slower at " + strings.Join(slower, ", ")
-			}
-			out = append(out, target{sys + " faster than " + peer, detail, len(slower) == 0})
-		}
-		x := ratio(sys, "insert", "ns/op", "floor")
-		out = append(out, target{sys + " insert at most 2x the floor", fmt.Sprintf("%.2fx", x), x <= 2})
-		if strings.HasSuffix(sys, "full-copy") {
-			for _, op := range []string{"lookup", "range100", "get"} {
-				x := ratio(sys, op, "ns/op", "floor")
-				out = append(out, target{sys + " " + op + " at most 1.5x the floor", fmt.Sprintf("%.2fx", x), x <= 1.5})
-			}
-		}
-		if strings.HasSuffix(sys, "keys-only") {
-			x := ratio(sys, "get", "heap-bytes/record", "floor")
-			out = append(out, target{sys + " bytes per record at most 2x the floor", fmt.Sprintf("%.2fx", x), x <= 2})
-		}
-	}
-	return out
-}
-
-// writeScaling writes the medians of BenchmarkScaling by operation and
-// size, each with its growth over the size before, and how many times an
-// indexed lookup beats a scan of the fact table.
-func writeScaling(w io.Writer, r results, sizes []string) {
-	fmt.Fprintf(w, "\n| operation | %s |\n|---|%s\n", strings.Join(sizes, " | "), strings.Repeat("---|", len(sizes)))
-	for _, op := range []string{"get", "floor-get", "lookup", "floor-lookup", "range100", "floor-range100", "insert", "scan-lookup"} {
-		cells := []string{op}
-		for i, size := range sizes {
-			ns := r.med(size, op, "ns/op")
-			cell := duration(ns)
-			if prev := r.med(sizesAt(sizes, i-1), op, "ns/op"); i > 0 && prev > 0 {
-				cell += fmt.Sprintf(" (x%.2f)", ns/prev)
-			}
-			cells = append(cells, cell)
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-	}
-	cells := []string{"lookup speedup over the scan"}
-	for _, size := range sizes {
-		cells = append(cells, fmt.Sprintf("%.0fx", r.med(size, "scan-lookup", "ns/op")/r.med(size, "lookup", "ns/op")))
-	}
-	fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-}
-
-func sizesAt(sizes []string, i int) string {
-	if i < 0 {
-		return ""
-	}
-	return sizes[i]
-}
+Generated by ` + "`make bench-results`" + ` (bench/cmd/benchtable) from the raw ` + "`go test -bench`" + `
+output in bench/raw; do not edit. Each section comes from one Makefile target, which
+rewrites its raw file and this one, and says on which machine and when it ran. Figures are
+medians of the runs; a ratio compares two figures of the same run, which is what to read on
+a shared machine, where absolute times move from run to run. To see whether a change
+helped, keep the old raw file and compare the two with benchstat
+(` + "`go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da old.txt bench/raw/NAME.txt`" + `).
+`

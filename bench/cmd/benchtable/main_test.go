@@ -1,13 +1,46 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-const sample = `goos: linux
+func mustParse(t *testing.T, in string) *run {
+	t.Helper()
+	r, err := parse(strings.NewReader(in))
+	require.NoError(t, err)
+	return r
+}
+
+func TestParse(t *testing.T) {
+	r := mustParse(t, `date: 2026-01-02T03:04Z
+go: go1.26.8
+goos: linux
+goarch: amd64
+pkg: github.com/indextable/indextable
+cpu: Some CPU @ 2.00GHz
+BenchmarkMaintainer/batch-256-2   100  10.0 ns/op  5 changes/s
+BenchmarkMaintainer/batch-256-2   100  30.0 ns/op  7 changes/s
+BenchmarkBackfill-2   1  20.0 ns/op
+    bench_test.go:12: logged: not a config line
+goos: linux
+PASS
+`)
+	require.Equal(t, []string{"Maintainer/batch-256", "Backfill"}, r.order, "the GOMAXPROCS suffix goes, the name's own digits stay")
+	require.Equal(t, 20.0, r.med("Maintainer/batch-256", "ns/op"))
+	require.Equal(t, 6.0, r.med("Maintainer/batch-256", "changes/s"))
+	require.Equal(t, "run 2026-01-02T03:04Z with go1.26.8 on linux/amd64, cpu: Some CPU @ 2.00GHz", r.stamp())
+
+	// GOMAXPROCS=1: no suffix, so none is stripped.
+	r = mustParse(t, "BenchmarkMaintainer/batch-256   100  10.0 ns/op\nBenchmarkBackfill   1  20.0 ns/op\n")
+	require.Equal(t, []string{"Maintainer/batch-256", "Backfill"}, r.order)
+}
+
+const compareSample = `goos: linux
 BenchmarkCompare/floor/lookup-2         	   20000	       300.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkCompare/floor/lookup-2         	   20000	       100.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkCompare/floor/lookup-2         	   20000	       200.0 ns/op	       0 B/op	       0 allocs/op
@@ -18,16 +51,20 @@ BenchmarkCompare/indextable-keys-only/get-2    	   20000	      150.0 ns/op	     
 BenchmarkCompare/indextable-keys-only/insert-2 	   20000	      1500 ns/op
 BenchmarkCompare/go-memdb/lookup-2      	   20000	      400.0 ns/op
 BenchmarkCompare/go-memdb/insert-2      	   20000	      3000 ns/op
+BenchmarkScaling/10000/get-2   100  100 ns/op
+BenchmarkScaling/10000/lookup-2   100  200 ns/op
+BenchmarkScaling/10000/scan-lookup-2   100  20000 ns/op
+BenchmarkScaling/100000/get-2   100  150 ns/op
+BenchmarkScaling/100000/lookup-2   100  300 ns/op
+BenchmarkScaling/100000/scan-lookup-2   100  300000 ns/op
 PASS
 `
 
-func TestTable(t *testing.T) {
-	res, order, err := parse(strings.NewReader(sample), "Compare")
-	require.NoError(t, err)
-	require.Equal(t, []string{"floor", "indextable-keys-only", "go-memdb"}, order)
-	require.Equal(t, 200.0, res.med("floor", "lookup", "ns/op"), "the median of three runs")
+func TestCompare(t *testing.T) {
+	r := mustParse(t, compareSample)
+	require.Equal(t, 200.0, r.med("Compare/floor/lookup", "ns/op"), "the median of three runs")
 	var out strings.Builder
-	write(&out, res, order)
+	require.NoError(t, writeCompare(&out, r))
 	got := out.String()
 	for _, want := range []string{
 		"| floor | 1.00 µs | – | 200 ns | – | 100 ns | 250 |",
@@ -35,25 +72,134 @@ func TestTable(t *testing.T) {
 		"- indextable-keys-only faster than go-memdb: **missed** (slower at lookup 1.25x)",
 		"- indextable-keys-only insert at most 2x the floor: met (1.50x)",
 		"- indextable-keys-only bytes per record at most 2x the floor: **missed** (2.40x)",
+		"| get | 100 ns | 150 ns (x1.50) |",
+		"| lookup speedup over the scan | 100x | 1000x |",
 	} {
 		require.Contains(t, got, want)
 	}
 	require.NotContains(t, got, "buntdb", "a system that did not run has no target")
 }
 
-func TestScalingTable(t *testing.T) {
-	in := `BenchmarkScaling/10000/get-2   100  100 ns/op
-BenchmarkScaling/10000/lookup-2   100  200 ns/op
-BenchmarkScaling/10000/scan-lookup-2   100  20000 ns/op
-BenchmarkScaling/100000/get-2   100  150 ns/op
-BenchmarkScaling/100000/lookup-2   100  300 ns/op
-BenchmarkScaling/100000/scan-lookup-2   100  300000 ns/op
-`
-	res, sizes, err := parse(strings.NewReader(in), "Scaling")
-	require.NoError(t, err)
-	require.Equal(t, []string{"10000", "100000"}, sizes)
+func TestTable(t *testing.T) {
+	r := mustParse(t, `BenchmarkTable/binary/full-copy/range100-2  10  300 ns/op
+BenchmarkTable/binary/partial/range100-covered-2  10  200 ns/op
+BenchmarkTable/binary/partial/insert-2  10  300 ns/op
+BenchmarkTable/json/partial/insert-2  10  900 ns/op
+BenchmarkFloor/range100-2  10  100 ns/op
+BenchmarkFloor/insert-2  10  100 ns/op
+BenchmarkFloor/get-2  10  100 ns/op
+`)
 	var out strings.Builder
-	writeScaling(&out, res, sizes)
-	require.Contains(t, out.String(), "| get | 100 ns | 150 ns (x1.50) |")
-	require.Contains(t, out.String(), "| lookup speedup over the scan | 100x | 1000x |")
+	require.NoError(t, writeTable(&out, r))
+	got := out.String()
+	require.Contains(t, got, "| binary / partial | 300 ns (3.00x) | – | – | – | 200 ns (2.00x) | – |", "covered compares with the floor's range")
+	require.Contains(t, got, "- binary/full-copy range100 at most 1.5x the floor: **missed** (3.00x)")
+	require.Contains(t, got, "- binary/partial insert at most 2x the floor: **missed** (3.00x)")
+	require.NotContains(t, got, "- json/", "the targets are the binary codec's")
+}
+
+func TestUpkeep(t *testing.T) {
+	r := mustParse(t, `BenchmarkEventualWrite/fact-only-2  10  100 ns/op
+BenchmarkEventualWrite/eventual-2  10  120 ns/op  1.2 x-fact-only
+BenchmarkEventualRead/synchronous/lookup-2  10  100 ns/op
+BenchmarkEventualRead/eventual-empty-queue/lookup-2  10  110 ns/op
+BenchmarkMaintainer/batch-256-2  10  1 ns/op  175000 changes/s  700000 mutations/s
+BenchmarkBackfill-2  1  1 ns/op  500000 records/s
+`)
+	var out strings.Builder
+	require.NoError(t, writeUpkeep(&out, r))
+	got := out.String()
+	for _, want := range []string{
+		"| eventual | 120 ns (1.20x) |",
+		"- eventual update at most 1.3x fact-only: met (1.20x)",
+		"| lookup | 100 ns | 110 ns (1.10x) | – |",
+		"| maintainer, BatchSize 256 | 175,000 changes/s, 700,000 index mutations/s |",
+		"| Build of one index over 1,000,000 records | 500,000 records/s (2.0 s) |",
+	} {
+		require.Contains(t, got, want)
+	}
+}
+
+func TestPebble(t *testing.T) {
+	r := mustParse(t, `BenchmarkPebble/100k/raw/disk-2  1  0 ns/op  40.0 disk-B/record  100 kv-B/record
+BenchmarkPebble/100k/raw/insert-nosync-2  10  1000 ns/op
+BenchmarkPebble/100k/raw/insert-checked-nosync-2  10  2000 ns/op
+BenchmarkPebble/100k/raw/insert-sync-2  10  100000 ns/op
+BenchmarkPebble/100k/keys-only/disk-2  1  0 ns/op  50.0 disk-B/record  200 kv-B/record  1.25 x-raw
+BenchmarkPebble/100k/keys-only/insert-nosync-2  10  3000 ns/op
+BenchmarkPebble/100k/keys-only/insert-sync-2  10  110000 ns/op
+`)
+	var out strings.Builder
+	require.NoError(t, writePebble(&out, r))
+	got := out.String()
+	for _, want := range []string{
+		"| insert, durable | 100.00 µs | 110.00 µs (1.10x) | – | – |",
+		"| insert, NoSync | 1.00 µs; checked 2.00 µs | 3.00 µs (3.00x); 1.50x checked | – | – |",
+		"| disk bytes/record, compacted | 40 | 50 (1.25x) | – | – |",
+		"- keys-only durable insert at most 2x raw, 100k: met (1.10x)",
+	} {
+		require.Contains(t, got, want)
+	}
+}
+
+func TestAzurite(t *testing.T) {
+	r := mustParse(t, `BenchmarkAzurite/write/fact-only-2  400  1000000 ns/op  1.000 round-trips/op
+BenchmarkAzurite/write/fact-only-2  400  2000000 ns/op  1.000 round-trips/op
+BenchmarkAzurite/write/two-intra+inter-2  400  3000000 ns/op  1.000 round-trips/op  7000000 apply-ns/op  12.9 apply-round-trips/op
+BenchmarkAzurite/get-2  400  300000 ns/op  1.000 round-trips/op
+`)
+	var out strings.Builder
+	require.NoError(t, writeAzurite(&out, r))
+	got := out.String()
+	for _, want := range []string{
+		"Medians of 2 runs",
+		"| write, fact-only | 1.50 ms (1.00 ms–2.00 ms) | 1 | the baseline |",
+		"| write, two-intra+inter | 3.00 ms (3.00 ms–3.00 ms) | 1 | 2.00x time, 1.00x round trips |",
+		"| then the maintainer, per write | 7.00 ms (7.00 ms–7.00 ms) | 12.9 |  |",
+		"| get | 300.00 µs (300.00 µs–300.00 µs) | 1 |  |",
+	} {
+		require.Contains(t, got, want)
+	}
+}
+
+func TestSharded(t *testing.T) {
+	r := mustParse(t, `BenchmarkSharded/range100/keys/single-2  10  1000 ns/op  3.000 scans/op  3.000 lookups/op  1.000 shards/op
+BenchmarkSharded/range100/keys/leading4-2  10  2000 ns/op  1.000 scans/op  9.000 lookups/op  4.000 shards/op
+BenchmarkSharded/get/single-2  10  100 ns/op  0 scans/op  1.000 lookups/op  1.000 shards/op
+BenchmarkSharded/get/sharded4-2  10  150 ns/op  0 scans/op  1.000 lookups/op  1.000 shards/op
+BenchmarkSharded/insert/leading4-2  10  150 ns/op  0.75 applied/op  3.26 batches/op
+BenchmarkShardOf-2  10  28 ns/op  0 B/op  0 allocs/op
+`)
+	var out strings.Builder
+	require.NoError(t, writeSharded(&out, r))
+	got := out.String()
+	for _, want := range []string{
+		"| range of 100, keys-only | 1.00 µs; scans 3, lookups 3, shards 1 | 2.00 µs (2.00x); scans 1, lookups 9, shards 4 | – |",
+		"| get by primary key (any rule) | 100 ns; scans 0, lookups 1, shards 1 | 150 ns (1.50x); scans 0, lookups 1, shards 1 |  |",
+		"| insert, with its share of the maintainer | – | 150 ns; batches 3.26, queued 75% | – |",
+		"(`ShardOf`, the cost a read pays to know where a record lies):\n28 ns, 0 allocations.",
+	} {
+		require.Contains(t, got, want)
+	}
+}
+
+func TestRenderMissing(t *testing.T) {
+	dir := t.TempDir()
+	_, err := render(dir)
+	require.Error(t, err, "no raw file at all")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "compare.txt"), []byte("date: d\n"+compareSample), 0o644))
+	doc, err := render(dir)
+	require.NoError(t, err)
+	require.Contains(t, string(doc), "`make bench-compare`: run d with unknown on linux/unknown, cpu: unknown.")
+	require.Contains(t, string(doc), "## Pebble\n\nNot measured yet: run `make bench-pebble`.")
+}
+
+// TestResultsUpToDate keeps bench/results.md what this command makes of
+// bench/raw: nothing in it is typed by hand.
+func TestResultsUpToDate(t *testing.T) {
+	want, err := render(filepath.Join("..", "..", "raw"))
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join("..", "..", "results.md"))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got), "bench/results.md is not what `make bench-results` makes of bench/raw: run it")
 }

@@ -1,0 +1,506 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// A section of results.md: the raw file it is made of, the Makefile target
+// that makes that file, what was measured, how to tabulate it, and notes on
+// where the time goes (from the code and its profiles, not from a run).
+type section struct {
+	title, file, target, about, notes string
+	write                             func(io.Writer, *run) error
+}
+
+var sections = []section{
+	{
+		title: "Codecs and strategies against the floor", file: "table.txt", target: "make bench",
+		about: `100,000 customers in a table with two indexes of one strategy, Town+LastName and LastName, on
+the memory store, against the floor: the same workload kept by hand in google/btree trees (a
+primary tree of record pointers and two secondary trees), in the same run. ` + "`lookup`" + ` is an exact
+Town+LastName match (one record), ` + "`range100`" + ` the first 100 customers of a town in LastName order
+(` + "`range100-covered`" + ` the same read answered by a partial index alone, compared with the floor's
+range), ` + "`get`" + ` a read by primary key, ` + "`update-moving-key`" + ` an update that moves the record's
+Town+LastName key. Each cell is the median time of one operation and its ratio to the floor's.
+`,
+		notes: `The floor keeps live Go values and returns them with a copy, while indextable stores bytes, so
+that any Store can hold them, and decodes them on every read: the binary codec is the one to
+compare. A keys-only or partial read makes one B-tree lookup per record in the fact table,
+scattered across the tree, which is what the normalized strategy costs. An update makes five tree
+operations (read the old record, check it, write the record and two entries) where the floor
+makes three, and an insert four (its batch expects the record absent rather than read it).
+`,
+		write: writeTable,
+	},
+	{
+		title: "Against go-memdb and buntdb", file: "compare.txt", target: "make bench-compare",
+		about: `One workload on this library (each strategy on the memory store, and full-copy on Pebble without
+fsync), hashicorp/go-memdb, tidwall/buntdb in memory (JSON records, its IndexJSON indexes) and
+google/btree by hand (the floor): 100,000 customers with a Town+LastName index and a LastName
+index. Reads run first, at IDs spread over the whole table; updates move both index keys. Each
+cell is the median time of one operation and its ratio to the floor's; heap bytes per record are
+measured after loading. The bench module has its own go.mod, so the library never requires the
+peers.
+`,
+		notes: `go-memdb's immutable radix trees copy a path on every write, and buntdb parses JSON to compare
+keys: both pay for it on inserts and updates. go-memdb and the floor return pointers to live Go
+values, where this library decodes stored bytes. In the scaling table, a range of 100 should stay
+nearly flat from size to size, as a B-tree descent does, while a get or a lookup at IDs spread
+over the table grows as the floor's does, because the data outgrows the CPU caches; the scan
+grows with the data.
+`,
+		write: writeCompare,
+	},
+	{
+		title: "Index upkeep", file: "upkeep.txt", target: "make bench-upkeep",
+		about: `What an index costs besides its reads: 100,000 customers, binary codec, two keys-only indexes
+(Town+LastName and LastName) on the memory store, and updates that move both keys.
+`,
+		notes: `An eventual write is one more B-tree insert than a fact-only write (the change record, a copy of
+the record as it was): four tree operations instead of three. The queue also grows the tree
+while the eventual writes are timed, since no maintainer runs.
+`,
+		write: writeUpkeep,
+	},
+	{
+		title: "Pebble", file: "pebble.txt", target: "make bench-pebble",
+		about: `The customers and indexes of the first section (binary codec) on pebblestore, against raw: the
+same records written as plain Pebble batches (the primary key to the encoded record, no index),
+in the same run. Inserts add new customers between the loaded ones, durable (the default:
+the write-ahead log is synced) or NoSync; raw checked is a raw write preceded by a Get of its
+key, the least an insert that refuses a taken key must do. Reads start with a warm 64 MiB block
+cache. Disk bytes are measured after a full compaction; "as stored" counts the keys and values
+before compression.
+`,
+		notes: `A durable insert waits for the write-ahead log's fsync, which on most disks outweighs the rest,
+and which concurrent load on the machine makes vary most. A NoSync insert writes three keys
+where raw writes one, in the memtable and in every later compaction, which shares the cores with
+the writer. A keys-only or partial range makes 100 point reads in the fact table (one iterator,
+in key order); a full-copy range reads one contiguous range. Index keys compress well; full
+copies do not.
+`,
+		write: writePebble,
+	},
+	{
+		title: "Azure Table storage on Azurite", file: "azurite.txt", target: "make bench-azurite",
+		about: `Movies partitioned by genre in an Azure table of Azurite (in memory, on the machine of the
+benchmark), round trips counted at the HTTP transport. ` + "`two-intra`" + ` has two indexes that lead
+with the genre, placed intra-partition; ` + "`two-intra+inter`" + ` adds a multi-valued actor index,
+inter-partition, whose entries a maintainer writes after the timed writes (its own row). The
+range reads read 100 movies of one genre through a keys-only and a full-copy index. Times on an
+emulator that shares the cores vary from run to run, and the sub-benchmarks run in turn:
+compare round trips first, which do not vary.
+`,
+		notes: `An insert is one entity group transaction whatever its intra-partition indexes: its expectation
+that the record is absent becomes an insert (Add) that fails the transaction if the record
+exists, so nothing is read first. The indexes cost entities in the transaction (and time, as
+Azurite writes them one by one), not requests. The inter-partition index costs nothing in the
+write, and its requests later, in the maintainer, which writes in the record's and the actors'
+partitions. A keys-only range fetches each record (8 requests at a time); a full-copy range is a
+query of the queue and a query of the partition.
+`,
+		write: writeAzurite,
+	},
+	{
+		title: "Sharded stores", file: "sharded.txt", target: "make bench-sharded",
+		about: `20,000 customers, 200 a town, one Town+LastName index, on one memory store and on a ShardedStore
+of 4 memory stores under each index rule, in one run. Each cell: the median time, its ratio to
+one store, and per operation the store calls summed over the shards (scans; lookups: gets,
+batched gets and scans) and how many shards served it. An insert includes its share of the
+maintainer passes that write the index entries that lie on another shard than their record
+(batches: store batches an insert took; queued: the share of inserts that went through the
+queue).
+`,
+		notes: `By leading key, a town's range is one index scan on one shard; a keys-only read then fetches its
+records from the shards they hash to, one batch per shard, at once. On memory shards the fan-out
+is pure overhead (a goroutine, a channel and a page copy per shard, against scans that take
+microseconds); over shards whose calls take a network round trip, the concurrent queries keep a
+fan-out near one round trip. A full-copy read first checks the queue on every shard, since its
+entries may lag their records. An insert whose index entry lies on another shard than its record
+commits the record with a change record, and the maintainer writes the entry on its shard and
+deletes the change.
+`,
+		write: writeSharded,
+	},
+}
+
+// medians says of how many runs the figures of name are the medians.
+func (r *run) medians(w io.Writer, name string) {
+	fmt.Fprintf(w, "Medians of %d runs:\n\n", r.runs(name, "ns/op"))
+}
+
+// cell is a median time of name and its ratio to base's, if base ran.
+func (r *run) cell(name, base string) string {
+	if !r.has(name, "ns/op") {
+		return "–"
+	}
+	ns := r.med(name, "ns/op")
+	s := duration(ns)
+	if base != "" && base != name && r.has(base, "ns/op") {
+		s += " (" + ratio(ns, r.med(base, "ns/op")) + ")"
+	}
+	return s
+}
+
+// systems returns the distinct second components of the names under prefix
+// ("Compare/floor/get" under "Compare/": "floor"), in order.
+func (r *run) systems(prefix string) []string {
+	var out []string
+	for _, n := range r.names(prefix) {
+		sys, _, _ := strings.Cut(strings.TrimPrefix(n, prefix), "/")
+		if !slices.Contains(out, sys) {
+			out = append(out, sys)
+		}
+	}
+	return out
+}
+
+func writeTable(w io.Writer, r *run) error {
+	if !r.has("Floor/get", "ns/op") {
+		return errors.New("no BenchmarkFloor results")
+	}
+	ops := []string{"insert", "update-moving-key", "lookup", "range100", "range100-covered", "get"}
+	r.medians(w, "Floor/get")
+	var rows [][]string
+	row := []string{"google/btree by hand (floor)"}
+	for _, op := range ops {
+		row = append(row, r.cell("Floor/"+op, ""))
+	}
+	rows = append(rows, row)
+	var configs []string // codec/strategy
+	for _, n := range r.names("Table/") {
+		parts := strings.Split(n, "/")
+		if len(parts) == 4 && !slices.Contains(configs, parts[1]+"/"+parts[2]) {
+			configs = append(configs, parts[1]+"/"+parts[2])
+		}
+	}
+	for _, c := range configs {
+		row := []string{strings.Replace(c, "/", " / ", 1)}
+		for _, op := range ops {
+			floor := "Floor/" + strings.TrimSuffix(op, "-covered")
+			row = append(row, r.cell("Table/"+c+"/"+op, floor))
+		}
+		rows = append(rows, row)
+	}
+	table(w, append([]string{"codec / strategy"}, ops...), rows)
+	// The targets are the binary codec's: JSON's decoding is what it costs
+	// to let a type evolve, not the library's overhead.
+	var ts []target
+	for _, c := range configs {
+		if !strings.HasPrefix(c, "binary/") {
+			continue
+		}
+		ts = append(ts, atMost(c+" insert at most 2x the floor", r.med("Table/"+c+"/insert", "ns/op"), r.med("Floor/insert", "ns/op"), 2)...)
+		if strings.HasSuffix(c, "full-copy") {
+			for _, op := range []string{"lookup", "range100", "get"} {
+				ts = append(ts, atMost(c+" "+op+" at most 1.5x the floor", r.med("Table/"+c+"/"+op, "ns/op"), r.med("Floor/"+op, "ns/op"), 1.5)...)
+			}
+		} else {
+			ts = append(ts, atMost(c+" lookup at most 2.5x the floor", r.med("Table/"+c+"/lookup", "ns/op"), r.med("Floor/lookup", "ns/op"), 2.5)...)
+		}
+	}
+	writeTargets(w, ts)
+	return nil
+}
+
+var compareOps = []string{"insert", "update", "lookup", "range100", "get"}
+
+func writeCompare(w io.Writer, r *run) error {
+	order := r.systems("Compare/")
+	if len(order) > 0 {
+		if order[0] != "floor" {
+			return errors.New("no BenchmarkCompare/floor results")
+		}
+		r.medians(w, "Compare/floor/get")
+		var rows [][]string
+		for _, sys := range order {
+			cells := []string{sys}
+			for _, op := range compareOps {
+				base := "Compare/floor/" + op
+				if sys == "floor" {
+					base = ""
+				}
+				cells = append(cells, r.cell("Compare/"+sys+"/"+op, base))
+			}
+			bytes := "n/a (off-heap)"
+			if b := r.med("Compare/"+sys+"/get", "heap-bytes/record"); b > 0 {
+				bytes = grouped(b)
+				if f := r.med("Compare/floor/get", "heap-bytes/record"); sys != "floor" && f > 0 {
+					bytes += " (" + ratio(b, f) + ")"
+				}
+			}
+			rows = append(rows, append(cells, bytes))
+		}
+		table(w, append(append([]string{"system"}, compareOps...), "heap bytes/record"), rows)
+		writeTargets(w, compareTargets(r, order))
+	}
+	if sizes := r.systems("Scaling/"); len(sizes) > 0 {
+		fmt.Fprint(w, `### Scaling
+
+Full-copy on the memory store at each size, with each step's growth over the size before, the
+floor's reads at each size (what of the growth is the machine's: caches the data outgrows), and
+an exact lookup answered by scanning the fact table instead of the index (`+"`scan-lookup`"+`).
+
+`)
+		r.medians(w, "Scaling/"+sizes[0]+"/get")
+		writeScaling(w, r, sizes)
+	}
+	return nil
+}
+
+// compareTargets checks the library's memory-store systems against the
+// targets: every operation faster than go-memdb and buntdb; inserts at most
+// 2x the floor; full-copy reads at most 1.5x; keys-only bytes per record at
+// most 2x.
+func compareTargets(r *run, order []string) []target {
+	var out []target
+	m := func(sys, op, unit string) float64 { return r.med("Compare/"+sys+"/"+op, unit) }
+	for _, sys := range order {
+		if !strings.HasPrefix(sys, "indextable-") || strings.Contains(sys, "pebble") {
+			continue
+		}
+		for _, peer := range []string{"go-memdb", "buntdb"} {
+			if !slices.Contains(order, peer) {
+				continue
+			}
+			var slower []string
+			for _, op := range compareOps {
+				if d := m(peer, op, "ns/op"); d > 0 && m(sys, op, "ns/op")/d >= 1 {
+					slower = append(slower, fmt.Sprintf("%s %.2fx", op, m(sys, op, "ns/op")/d))
+				}
+			}
+			detail := "every operation faster"
+			if len(slower) > 0 {
+				detail = "slower at " + strings.Join(slower, ", ")
+			}
+			out = append(out, target{sys + " faster than " + peer, detail, len(slower) == 0})
+		}
+		out = append(out, atMost(sys+" insert at most 2x the floor", m(sys, "insert", "ns/op"), m("floor", "insert", "ns/op"), 2)...)
+		if strings.HasSuffix(sys, "full-copy") {
+			for _, op := range []string{"lookup", "range100", "get"} {
+				out = append(out, atMost(sys+" "+op+" at most 1.5x the floor", m(sys, op, "ns/op"), m("floor", op, "ns/op"), 1.5)...)
+			}
+		}
+		if strings.HasSuffix(sys, "keys-only") {
+			out = append(out, atMost(sys+" bytes per record at most 2x the floor", m(sys, "get", "heap-bytes/record"), m("floor", "get", "heap-bytes/record"), 2)...)
+		}
+	}
+	return out
+}
+
+// writeScaling writes the medians of BenchmarkScaling by operation and
+// size, each with its growth over the size before, and how many times an
+// indexed lookup beats a scan of the fact table.
+func writeScaling(w io.Writer, r *run, sizes []string) {
+	var rows [][]string
+	for _, op := range []string{"get", "floor-get", "lookup", "floor-lookup", "range100", "floor-range100", "insert", "scan-lookup"} {
+		cells := []string{op}
+		for i, size := range sizes {
+			name := "Scaling/" + size + "/" + op
+			cell := r.cell(name, "")
+			if i > 0 && r.has(name, "ns/op") && r.has("Scaling/"+sizes[i-1]+"/"+op, "ns/op") {
+				cell += fmt.Sprintf(" (x%.2f)", r.med(name, "ns/op")/r.med("Scaling/"+sizes[i-1]+"/"+op, "ns/op"))
+			}
+			cells = append(cells, cell)
+		}
+		rows = append(rows, cells)
+	}
+	cells := []string{"lookup speedup over the scan"}
+	for _, size := range sizes {
+		scan, lookup := r.med("Scaling/"+size+"/scan-lookup", "ns/op"), r.med("Scaling/"+size+"/lookup", "ns/op")
+		if lookup == 0 {
+			cells = append(cells, "–")
+			continue
+		}
+		cells = append(cells, fmt.Sprintf("%.0fx", scan/lookup))
+	}
+	rows = append(rows, cells)
+	table(w, append([]string{"operation"}, sizes...), rows)
+}
+
+func writeUpkeep(w io.Writer, r *run) error {
+	if len(r.names("EventualWrite/")) > 0 {
+		para(w, fmt.Sprintf("Updates with no index (fact-only, the baseline), with two `Eventual` indexes (no maintainer runs: the queue grows by one change a write) and with two `Synchronous` ones; medians of %d runs:", r.runs("EventualWrite/fact-only", "ns/op")))
+		var rows [][]string
+		for _, m := range []string{"fact-only", "eventual", "synchronous"} {
+			rows = append(rows, []string{m, r.cell("EventualWrite/"+m, "EventualWrite/fact-only")})
+		}
+		table(w, []string{"update", "time (vs fact-only)"}, rows)
+		writeTargets(w, atMost("eventual update at most 1.3x fact-only", r.med("EventualWrite/eventual", "ns/op"), r.med("EventualWrite/fact-only", "ns/op"), 1.3))
+	}
+	if len(r.names("EventualRead/")) > 0 {
+		para(w, fmt.Sprintf("Reads of a full-copy index: `Synchronous` (the baseline), `Eventual` with an empty queue (the stale check is one scan of the queue), and `Eventual` with a change pending (every result is then checked against the fact table); medians of %d runs:", r.runs("EventualRead/synchronous/lookup", "ns/op")))
+		var rows [][]string
+		for _, op := range []string{"lookup", "range100"} {
+			row := []string{op}
+			for _, m := range []string{"synchronous", "eventual-empty-queue", "eventual-change-pending"} {
+				row = append(row, r.cell("EventualRead/"+m+"/"+op, "EventualRead/synchronous/"+op))
+			}
+			rows = append(rows, row)
+		}
+		table(w, []string{"read", "synchronous", "eventual, queue empty", "eventual, a change pending"}, rows)
+	}
+	var rows [][]string
+	for _, n := range r.names("Maintainer/") {
+		rows = append(rows, []string{"maintainer, BatchSize " + strings.TrimPrefix(n, "Maintainer/batch-"),
+			grouped(r.med(n, "changes/s")) + " changes/s, " + grouped(r.med(n, "mutations/s")) + " index mutations/s"})
+	}
+	if r.has("Backfill", "records/s") {
+		rec := r.med("Backfill", "records/s")
+		rows = append(rows, []string{"Build of one index over 1,000,000 records",
+			fmt.Sprintf("%s records/s (%.1f s)", grouped(rec), 1e6/rec)})
+	}
+	for _, n := range r.names("Verify/") {
+		rows = append(rows, []string{"Verify, two " + strings.TrimPrefix(n, "Verify/") + " indexes",
+			grouped(r.med(n, "records/s")) + " records/s, " + grouped(r.med(n, "entries/s")) + " entries/s"})
+	}
+	if len(rows) > 0 {
+		para(w, "Throughput of the maintainer (draining a queue of updates that moved both keys), of `Build` and of `Verify` (two synchronous indexes of each strategy), medians of the runs:")
+		table(w, []string{"measure", "median"}, rows)
+	}
+	return nil
+}
+
+func writePebble(w io.Writer, r *run) error {
+	sizes := r.systems("Pebble/")
+	if len(sizes) == 0 {
+		return errors.New("no BenchmarkPebble results")
+	}
+	strategies := []string{"keys-only", "partial", "full-copy"}
+	var ts []target
+	for _, size := range sizes {
+		p := "Pebble/" + size + "/"
+		raw := func(op string) string { return p + "raw/" + op }
+		fmt.Fprintf(w, "### %s records\n\n", size)
+		r.medians(w, raw("get"))
+		var rows [][]string
+		add := func(label string, rawCell string, cell func(st string) string) {
+			row := []string{label, rawCell}
+			for _, st := range strategies {
+				row = append(row, cell(st))
+			}
+			rows = append(rows, row)
+		}
+		add("insert, durable", r.cell(raw("insert-sync"), ""), func(st string) string {
+			return r.cell(p+st+"/insert-sync", raw("insert-sync"))
+		})
+		add("insert, NoSync", r.cell(raw("insert-nosync"), "")+"; checked "+r.cell(raw("insert-checked-nosync"), ""),
+			func(st string) string {
+				s := r.cell(p+st+"/insert-nosync", raw("insert-nosync"))
+				if r.has(raw("insert-checked-nosync"), "ns/op") && r.has(p+st+"/insert-nosync", "ns/op") {
+					s += "; " + ratio(r.med(p+st+"/insert-nosync", "ns/op"), r.med(raw("insert-checked-nosync"), "ns/op")) + " checked"
+				}
+				return s
+			})
+		add("get by primary key", r.cell(raw("get"), ""), func(st string) string { return r.cell(p+st+"/get", raw("get")) })
+		add("lookup (one record)", "", func(st string) string { return r.cell(p+st+"/lookup", "") })
+		add("range100 in order", "", func(st string) string { return r.cell(p+st+"/range100", "") })
+		for _, u := range []struct{ label, unit string }{{"disk bytes/record, compacted", "disk-B/record"}, {"bytes/record as stored", "kv-B/record"}} {
+			rawV := r.med(raw("disk"), u.unit)
+			add(u.label, num(rawV), func(st string) string {
+				v := r.med(p+st+"/disk", u.unit)
+				if v == 0 {
+					return "–"
+				}
+				return num(v) + " (" + ratio(v, rawV) + ")"
+			})
+		}
+		table(w, append([]string{"operation", "raw"}, strategies...), rows)
+		ts = append(ts, atMost("keys-only durable insert at most 2x raw, "+size, r.med(p+"keys-only/insert-sync", "ns/op"), r.med(raw("insert-sync"), "ns/op"), 2)...)
+	}
+	writeTargets(w, ts)
+	return nil
+}
+
+func writeAzurite(w io.Writer, r *run) error {
+	base := "Azurite/write/fact-only"
+	if !r.has(base, "ns/op") {
+		return errors.New("no BenchmarkAzurite/write/fact-only results")
+	}
+	timeSpan := func(name, unit string) string {
+		if !r.has(name, unit) {
+			return "–"
+		}
+		lo, hi := r.span(name, unit)
+		return fmt.Sprintf("%s (%s–%s)", duration(r.med(name, unit)), duration(lo), duration(hi))
+	}
+	var rows [][]string
+	for _, n := range r.order {
+		if !strings.HasPrefix(n, "Azurite/") {
+			continue
+		}
+		label := strings.ReplaceAll(strings.TrimPrefix(n, "Azurite/"), "/", ", ")
+		vs := ""
+		switch {
+		case n == base:
+			vs = "the baseline"
+		case strings.HasPrefix(n, "Azurite/write/"):
+			vs = ratio(r.med(n, "ns/op"), r.med(base, "ns/op")) + " time, " +
+				ratio(r.med(n, "round-trips/op"), r.med(base, "round-trips/op")) + " round trips"
+		}
+		rows = append(rows, []string{label, timeSpan(n, "ns/op"), num(r.med(n, "round-trips/op")), vs})
+		if r.has(n, "apply-ns/op") {
+			rows = append(rows, []string{"then the maintainer, per write", timeSpan(n, "apply-ns/op"), num(r.med(n, "apply-round-trips/op")), ""})
+		}
+	}
+	fmt.Fprintf(w, "Medians of %d runs (least–most):\n\n", r.runs(base, "ns/op"))
+	table(w, []string{"operation", "time", "round trips/op", "vs fact-only write"}, rows)
+	return nil
+}
+
+func writeSharded(w io.Writer, r *run) error {
+	if len(r.names("Sharded/")) == 0 {
+		return errors.New("no BenchmarkSharded results")
+	}
+	layouts := []string{"single", "leading4", "hash4"}
+	r.medians(w, "Sharded/get/single")
+	calls := func(n string) string {
+		var parts []string
+		for _, u := range []struct{ unit, label string }{
+			{"scans/op", "scans"}, {"lookups/op", "lookups"}, {"shards/op", "shards"},
+			{"batches/op", "batches"}, {"applied/op", "queued"},
+		} {
+			if r.has(n, u.unit) {
+				v := num(r.med(n, u.unit))
+				if u.unit == "applied/op" {
+					v = fmt.Sprintf("%.0f%%", 100*r.med(n, u.unit))
+				}
+				parts = append(parts, u.label+" "+v)
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	cell := func(n, base string) string {
+		if !r.has(n, "ns/op") {
+			return "–"
+		}
+		return r.cell(n, base) + "; " + calls(n)
+	}
+	var rows [][]string
+	for _, op := range []struct{ label, name string }{
+		{"range of 100, keys-only", "range100/keys/"}, {"range of 100, full-copy", "range100/full/"},
+		{"insert, with its share of the maintainer", "insert/"},
+	} {
+		row := []string{op.label}
+		for _, l := range layouts {
+			row = append(row, cell("Sharded/"+op.name+l, "Sharded/"+op.name+"single"))
+		}
+		rows = append(rows, row)
+		if op.name == "range100/full/" {
+			// A get does not depend on the index rule: one row, 4 shards under
+			// the first rule.
+			rows = append(rows, []string{"get by primary key (any rule)", cell("Sharded/get/single", ""),
+				cell("Sharded/get/sharded4", "Sharded/get/single"), ""})
+		}
+	}
+	table(w, []string{"operation", "one store", "4 shards, by leading key", "4 shards, by hash"}, rows)
+	if r.has("ShardOf", "ns/op") {
+		para(w, fmt.Sprintf("Finding a key's shard from its bytes (`ShardOf`, the cost a read pays to know where a record lies): %s, %s allocations.",
+			duration(r.med("ShardOf", "ns/op")), num(r.med("ShardOf", "allocs/op"))))
+	}
+	return nil
+}
