@@ -2,6 +2,8 @@ package azstore
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -87,6 +89,56 @@ func TestPartition(t *testing.T) {
 		assert.Equal(t, tc.prefix, prefix, tc.name)
 		if prefix != nil {
 			assert.True(t, bytes.HasPrefix(tc.key, prefix), "%s: the prefix is the key's", tc.name)
+		}
+	}
+}
+
+// TestPartitionAgreesWithParseKey: on every key a table writes (random ones
+// of each space, cut at each length), the store's partitions follow the key
+// layout that indextable.ParseKey reads: a record, its changes and its
+// intra-partition entries in the partition of its first primary key
+// component; an index entry in that of its first key component; anything
+// else of a table in its space's.
+func TestPartitionAgreesWithParseKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	elem := func() any {
+		switch r.IntN(4) {
+		case 0:
+			return r.Int64N(1000) - 500
+		case 1:
+			return fmt.Sprint("s", r.IntN(100))
+		case 2:
+			return []byte{byte(r.IntN(256)), 0, 0xff}
+		}
+		return r.Float64()
+	}
+	for range 5000 {
+		elems := []any{fmt.Sprint("t", r.IntN(3)), int64(r.IntN(8))}
+		for range r.IntN(6) {
+			elems = append(elems, elem())
+		}
+		key, err := indextable.EncodeTuple(elems...)
+		require.NoError(t, err)
+		k, ok := indextable.ParseKey(key)
+		require.True(t, ok)
+		through := key[:len(key)-len(k.Rest)]
+		records, err := indextable.AppendTuple(bytes.Clone(k.Table), int64(indextable.SpaceRecords))
+		require.NoError(t, err)
+		p, prefix := partition(key)
+		switch {
+		case k.Lead != nil && k.Space == indextable.SpaceIndex:
+			assert.Equal(t, through, p, "%v", elems)
+			assert.Equal(t, through, prefix, "%v", elems)
+		case k.Lead != nil:
+			assert.Equal(t, append(records, k.Lead...), p, "%v", elems)
+			assert.Equal(t, through, prefix, "%v", elems)
+		case k.Space == indextable.SpaceRecords || k.Space == indextable.SpaceIndex ||
+			k.Space == indextable.SpaceQueue || k.Space == indextable.SpaceIntra:
+			assert.Equal(t, through, p, "%v: the table's space", elems)
+			assert.Nil(t, prefix, "%v: a key cut short has no one-partition prefix", elems)
+		default:
+			assert.Equal(t, through, p, "%v", elems)
+			assert.Equal(t, through, prefix, "%v", elems)
 		}
 	}
 }
