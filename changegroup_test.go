@@ -91,11 +91,10 @@ func (s *hookedStore) Apply(ctx context.Context, b *it.Batch) error {
 	return err
 }
 
-// TestApplyInStepsRacingASynchronousWrite: on a bounded store, a write that
-// fits (so queues nothing) lands between the maintainer's read of a record
-// and its mutations, which put back an entry the write removed. The marker
-// the maintainer wrote first makes the next pass delete it.
-func TestApplyInStepsRacingASynchronousWrite(t *testing.T) {
+// tenTagsQueued returns a table over a store of 8 operations a batch that
+// holds record 1 with ten tags: too many for one batch, so the update fell
+// back to the queue, and a maintainer must apply it in steps.
+func tenTagsQueued(t *testing.T) (*hookedStore, *it.Table[person], []string) {
 	ctx := context.Background()
 	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
 	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
@@ -104,6 +103,16 @@ func TestApplyInStepsRacingASynchronousWrite(t *testing.T) {
 	ten := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
 	_, err = tbl.Update(ctx, person{ID: 1, Tags: ten}) // too big: falls back
 	require.NoError(t, err)
+	return s, tbl, ten
+}
+
+// TestApplyInStepsRacingASynchronousWrite: on a bounded store, a write that
+// fits (so queues nothing) lands between the maintainer's read of a record
+// and its mutations, which put back an entry the write removed. The marker
+// the maintainer wrote first makes the next pass delete it.
+func TestApplyInStepsRacingASynchronousWrite(t *testing.T) {
+	ctx := context.Background()
+	s, tbl, ten := tenTagsQueued(t)
 	s.beforeMutations = func() {
 		_, err := tbl.Update(ctx, person{ID: 1, Tags: ten[:9]}) // fits: synchronous
 		require.NoError(t, err)
@@ -221,13 +230,7 @@ func TestOldestChangesOfARecordGoFirst(t *testing.T) {
 // so a record under constant writes kept every change it ever queued.
 func TestOvertakenApplyInStepsTradesItsChangesForItsMarker(t *testing.T) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
-	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
-	_, err := tbl.Insert(ctx, person{ID: 1})
-	require.NoError(t, err)
-	ten := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
-	_, err = tbl.Update(ctx, person{ID: 1, Tags: ten}) // too big: falls back
-	require.NoError(t, err)
+	s, tbl, ten := tenTagsQueued(t)
 	queued := queuedChanges(t, s)
 	require.Len(t, queued, 1)
 	s.beforeMutations = func() {

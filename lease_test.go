@@ -104,13 +104,7 @@ func TestLeaseTakenOverByAnotherPartitioning(t *testing.T) {
 // its lease gone before it writes a piece, and stops.
 func TestLapsedLeaseStopsTheMutations(t *testing.T) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
-	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
-	_, err := tbl.Insert(ctx, person{ID: 1})
-	require.NoError(t, err)
-	ten := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
-	_, err = tbl.Update(ctx, person{ID: 1, Tags: ten}) // falls back
-	require.NoError(t, err)
+	s, tbl, ten := tenTagsQueued(t)
 	const ttl = 20 * time.Millisecond
 	s.afterMarker = func() {
 		time.Sleep(2 * ttl)
@@ -119,7 +113,7 @@ func TestLapsedLeaseStopsTheMutations(t *testing.T) {
 		_, err = tbl.Update(ctx, person{ID: 1, Tags: ten[:9]}) // fits: synchronous
 		require.NoError(t, err)
 	}
-	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{LeaseTTL: ttl})
+	_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{LeaseTTL: ttl})
 	require.ErrorIs(t, err, it.ErrConflict)
 	assert.Contains(t, err.Error(), "lease")
 	catchUp(t, tbl)
