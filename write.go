@@ -114,35 +114,47 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 	view := t.indexes.load()
 	w := t.newWriteBuffers()
 	defer t.freeWriteBuffers(w)
-	w.rec = rec
-	factKey, err := t.factKey(w.key[:0], reflect.ValueOf(&w.rec).Elem())
+	factKey, fact, stored, err := t.encodeRecord(w, rec)
 	if err != nil {
 		return 0, err
 	}
-	w.key = factKey
-	fact, err := appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), &w.rec)
-	if err != nil {
-		return 0, fmt.Errorf("table %q: encode record: %w", t.name, err)
-	}
-	payload := fact[binary.MaxVarintLen64:]
-	if err := t.decodeKept(payload, &w.stored); err != nil {
-		return 0, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
-	}
-	sv := reflect.ValueOf(&w.stored).Elem()
-	storedKey, err := t.factKey(w.storedKey[:0], sv)
-	w.storedKey = storedKey
-	if err != nil || !bytes.Equal(storedKey, factKey) {
-		return 0, fmt.Errorf("%w: table %q: primary key %v does not survive the codec (stored as %v)",
-			ErrInvalidKey, t.name, decodeForError(factKey[len(t.factSpace):]), decodeForError(storedKey[len(t.factSpace):]))
-	}
-	entries, err := entries(view.sync, sv, factKey[len(t.factSpace):], payload, t.codec)
+	pk := factKey[len(t.factSpace):]
+	entries, err := entries(view.sync, stored, pk, fact[binary.MaxVarintLen64:], t.codec)
 	if err != nil {
 		return 0, fmt.Errorf("table %q: %w", t.name, err)
 	}
-	if err := t.checkLimits(view, sv, factKey[len(t.factSpace):], fact, entries); err != nil {
+	if err := t.checkLimits(view, stored, pk, fact, entries); err != nil {
 		return 0, err
 	}
 	return t.write(ctx, view, kind, factKey, fact, entries, o, &w.ops)
+}
+
+// encodeRecord encodes rec in w's buffers. It returns its fact key, its
+// fact (binary.MaxVarintLen64 bytes of room for the version, then the
+// codec's payload), and the record decoded back from the payload, as the
+// store will hold it, whose primary key must be rec's.
+func (t *Table[T]) encodeRecord(w *writeBuffers[T], rec T) (factKey, fact []byte, stored reflect.Value, err error) {
+	w.rec = rec
+	factKey, err = t.factKey(w.key[:0], reflect.ValueOf(&w.rec).Elem())
+	if err != nil {
+		return nil, nil, stored, err
+	}
+	w.key = factKey
+	fact, err = appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), &w.rec)
+	if err != nil {
+		return nil, nil, stored, fmt.Errorf("table %q: encode record: %w", t.name, err)
+	}
+	if err := t.decodeKept(fact[binary.MaxVarintLen64:], &w.stored); err != nil {
+		return nil, nil, stored, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
+	}
+	stored = reflect.ValueOf(&w.stored).Elem()
+	storedKey, err := t.factKey(w.storedKey[:0], stored)
+	w.storedKey = storedKey
+	if err != nil || !bytes.Equal(storedKey, factKey) {
+		return nil, nil, stored, fmt.Errorf("%w: table %q: primary key %v does not survive the codec (stored as %v)",
+			ErrInvalidKey, t.name, decodeForError(factKey[len(t.factSpace):]), decodeForError(storedKey[len(t.factSpace):]))
+	}
+	return factKey, fact, stored, nil
 }
 
 // factKey appends to dst the fact table key of the record rv.
