@@ -16,18 +16,22 @@ import (
 // Customer is the workload's record.
 type Customer = fixture.Customer
 
-// The data set's shape: see fixture.Towns.
+// The data set's shape, fixture.Bench's: customer i lives in town i%Towns
+// and is named surname (i/Towns)%Surnames, so at 100,000 records a town
+// holds 1,000 customers, its first 100 in LastName order are a prefix
+// range of the composite index, and each (town, surname) pair names one
+// customer.
 const (
-	Towns    = fixture.Towns
-	Surnames = fixture.Surnames
+	Towns    = fixture.BenchTowns
+	Surnames = fixture.BenchSurnames
 )
 
 // NewCustomer returns customer i of the data set.
-func NewCustomer(i int) Customer { return fixture.NewCustomer(i) }
+func NewCustomer(i int) Customer { return fixture.Bench.Customer(i) }
 
 // Moved returns c moved to another town and surname, so that an update
 // moves its keys in both indexes.
-func Moved(c Customer, i int) Customer { return fixture.Moved(c, i) }
+func Moved(c Customer, i int) Customer { return fixture.Bench.Moved(c, i) }
 
 // ErrNotFound is what a System's Get returns for a missing ID.
 var ErrNotFound = errors.New("bench: not found")
