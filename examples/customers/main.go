@@ -11,30 +11,13 @@ import (
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/internal/fixture"
 )
 
-// Customer is a record of the fact table.
-type Customer struct {
-	ID        string
-	FirstName string
-	LastName  string
-	Town      string
-	Email     string
-	Phone     string
-}
-
-var customers = []Customer{
-	{"C01", "Mary", "Smith", "Redmond", "mary@example.com", "425-555-0101"},
-	{"C02", "John", "Smith", "Redmond", "john@example.com", "425-555-0102"},
-	{"C03", "Ana", "Jones", "Redmond", "ana@example.com", "425-555-0103"},
-	{"C04", "Raj", "Patel", "Redmond", "", "425-555-0104"},
-	{"C05", "Li", "Chen", "Seattle", "li@example.com", "206-555-0105"},
-	{"C06", "Sam", "Smith", "Seattle", "sam@example.com", "206-555-0106"},
-	{"C07", "Eva", "Brown", "Bellevue", "eva@example.com", "425-555-0107"},
-	{"C08", "Tom", "Adams", "Redmond", "tom@example.com", "425-555-0108"},
-	{"C09", "Kim", "Smith", "Bellevue", "kim@example.com", "425-555-0109"},
-	{"C10", "Joe", "Young", "Redmond", "joe@example.com", "425-555-0110"},
-}
+// Customer is a record of the fact table: the examples' customer, with an
+// ID, FirstName, LastName, Town, Email and Phone. The ten customers it
+// inserts are fixture.ExampleCustomers.
+type Customer = fixture.Customer
 
 func main() { examplestore.Main(run) }
 
@@ -71,14 +54,14 @@ func run(ctx context.Context, s indextable.Store) error {
 		fmt.Printf("Found %d customers from an earlier run, and their index tables.\n\n", n)
 	} else {
 		before := store.Counts()
-		for _, c := range customers {
+		for _, c := range fixture.ExampleCustomers {
 			if _, err := table.Insert(ctx, c); err != nil {
 				return err
 			}
 		}
 		w := store.Counts().Sub(before)
 		fmt.Printf("Inserted %d customers: %d atomic batches of %.1f operations each (record, index entries, guards).\n\n",
-			len(customers), w.Applies, float64(w.Ops)/float64(w.Applies))
+			len(fixture.ExampleCustomers), w.Applies, float64(w.Ops)/float64(w.Applies))
 	}
 
 	queries := []struct {
