@@ -13,14 +13,13 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
+	"github.com/indextable/indextable/internal/fixture"
 )
 
-// Customer is a record of the fact table.
-type Customer struct {
-	ID       int
-	LastName string
-	Town     string
-}
+// Customer is a record of the fact table: the examples' customer, with an
+// ID, FirstName, LastName, Town, Email and Phone. This example sets the ID,
+// LastName and Town of customer i, C00000 to C19999.
+type Customer = fixture.Customer
 
 var (
 	towns = []string{"Redmond", "Seattle", "Bellevue", "Kirkland"}
@@ -28,6 +27,9 @@ var (
 )
 
 func main() { examplestore.Main(run) }
+
+// customerID is the ID of customer i.
+func customerID(i int) string { return fmt.Sprintf("C%05d", i) }
 
 func run(ctx context.Context, store indextable.Store) error {
 	schema := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}}
@@ -46,7 +48,7 @@ func run(ctx context.Context, store indextable.Store) error {
 		fmt.Printf("Found %d customers from an earlier run.\n", n)
 	}
 	for i := range 20000 {
-		c := Customer{ID: i, LastName: names[i%len(names)], Town: towns[i%len(towns)]}
+		c := Customer{ID: customerID(i), LastName: names[i%len(names)], Town: towns[i%len(towns)]}
 		if _, err := table.Upsert(ctx, c); err != nil {
 			return err
 		}
@@ -70,7 +72,7 @@ func run(ctx context.Context, store indextable.Store) error {
 	writerDone := make(chan error)
 	go func() {
 		for i := 0; i < 20000; i += 10 {
-			if _, err := table.Update(ctx, Customer{ID: i, LastName: "Moved", Town: "Seattle"}); err != nil {
+			if _, err := table.Update(ctx, Customer{ID: customerID(i), LastName: "Moved", Town: "Seattle"}); err != nil {
 				writerDone <- err
 				return
 			}
@@ -96,7 +98,7 @@ func run(ctx context.Context, store indextable.Store) error {
 	// are pending until a maintainer applies them, and meanwhile reads of
 	// the index check its entries against the records.
 	for i := 1; i < 20000; i += 20 {
-		if _, err := table.Update(ctx, Customer{ID: i, LastName: "Renamed", Town: towns[i%len(towns)]}); err != nil {
+		if _, err := table.Update(ctx, Customer{ID: customerID(i), LastName: "Renamed", Town: towns[i%len(towns)]}); err != nil {
 			return err
 		}
 	}

@@ -15,28 +15,13 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
+	"github.com/indextable/indextable/internal/fixture"
 )
 
-// Customer is a record of the fact table.
-type Customer struct {
-	ID        string
-	FirstName string
-	LastName  string
-	Town      string
-}
-
-var named = []Customer{
-	{"C01", "Mary", "Smith", "Redmond"},
-	{"C02", "John", "Smith", "Redmond"},
-	{"C03", "Ana", "Jones", "Redmond"},
-	{"C04", "Raj", "Patel", "Redmond"},
-	{"C05", "Li", "Chen", "Seattle"},
-	{"C06", "Sam", "Smith", "Seattle"},
-	{"C07", "Eva", "Brown", "Bellevue"},
-	{"C08", "Tom", "Adams", "Redmond"},
-	{"C09", "Kim", "Smith", "Bellevue"},
-	{"C10", "Joe", "Young", "Redmond"},
-}
+// Customer is a record of the fact table: the examples' customer, with an
+// ID, FirstName, LastName, Town, Email and Phone. The first ten are
+// fixture.ExampleCustomers.
+type Customer = fixture.Customer
 
 const shards = 4
 
@@ -76,11 +61,11 @@ func run(ctx context.Context, stores []indextable.Store) error {
 	if n > 0 {
 		fmt.Printf("Found %d customers from an earlier run, and their index tables.\n", n)
 	} else {
-		all := slices.Clone(named)
+		all := slices.Clone(fixture.ExampleCustomers)
 		towns := []string{"Kirkland", "Bothell", "Renton"}
 		lastNames := []string{"Garcia", "Kim", "Nguyen", "Olsen", "Smith"}
 		for i := range 30 {
-			all = append(all, Customer{fmt.Sprintf("C%02d", 11+i), "F" + fmt.Sprint(i), lastNames[i%5], towns[i%3]})
+			all = append(all, Customer{ID: fmt.Sprintf("C%02d", 11+i), FirstName: "F" + fmt.Sprint(i), LastName: lastNames[i%5], Town: towns[i%3]})
 		}
 		for _, c := range all {
 			if _, err := table.Insert(ctx, c); err != nil {
