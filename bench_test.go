@@ -3,13 +3,13 @@ package indextable_test
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/google/btree"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/fixture"
 )
 
 // The benchmarks load benchRecords customers into a table with two indexes,
@@ -22,41 +22,19 @@ import (
 //	go test -run='^$' -bench=. -benchmem -benchtime=20000x .
 const (
 	benchRecords  = 100_000
-	benchTowns    = 100  // 1,000 customers a town: a 100-record prefix range
-	benchSurnames = 1000 // 100 customers a surname, one in each town
+	benchTowns    = fixture.BenchTowns    // 1,000 customers a town: a 100-record prefix range
+	benchSurnames = fixture.BenchSurnames // 100 customers a surname, one in each town
 )
 
-// Customer is the record of the benchmarks and examples.
-type Customer struct {
-	ID        string
-	FirstName string
-	LastName  string
-	Town      string
-	Email     string
-	Phone     string
-}
+// Customer is the record of the benchmarks.
+type Customer = fixture.Customer
 
 // benchBase is the loaded data set and benchTownNames its towns, made once
 // so that no benchmark times fmt.Sprintf.
 var (
-	benchBase      = sync.OnceValue(func() []Customer { return benchCustomers(0, benchRecords) })
-	benchTownNames = sync.OnceValue(func() []string {
-		towns := make([]string, benchTowns)
-		for i := range towns {
-			towns[i] = fmt.Sprintf("Town%03d", i)
-		}
-		return towns
-	})
+	benchBase      = sync.OnceValue(func() []Customer { return fixture.Bench.Customers(0, benchRecords) })
+	benchTownNames = sync.OnceValue(fixture.Bench.TownNames)
 )
-
-// benchCustomers returns n customers numbered from start.
-func benchCustomers(start, n int) []Customer {
-	out := make([]Customer, n)
-	for i := range out {
-		out[i] = benchCustomer(start + i)
-	}
-	return out
-}
 
 // freshCustomers returns a source of customers numbered from *next on,
 // made in batches with the timer stopped.
@@ -65,7 +43,7 @@ func freshCustomers(b *testing.B, next *int) func() Customer {
 	return func() Customer {
 		if len(batch) == 0 {
 			b.StopTimer()
-			batch = benchCustomers(*next, 4096)
+			batch = fixture.Bench.Customers(*next, 4096)
 			*next += len(batch)
 			b.StartTimer()
 		}
@@ -75,16 +53,8 @@ func freshCustomers(b *testing.B, next *int) func() Customer {
 	}
 }
 
-func benchCustomer(i int) Customer {
-	return Customer{
-		ID:        fmt.Sprintf("C%07d", i),
-		FirstName: fmt.Sprintf("First%d", i%500),
-		LastName:  fmt.Sprintf("Surname%04d", (i/benchTowns)%benchSurnames),
-		Town:      fmt.Sprintf("Town%03d", i%benchTowns),
-		Email:     fmt.Sprintf("c%d@example.com", i),
-		Phone:     fmt.Sprintf("555-%07d", i),
-	}
-}
+// benchCustomer returns customer i of the data set.
+func benchCustomer(i int) Customer { return fixture.Bench.Customer(i) }
 
 var strategies = []struct {
 	name string
@@ -98,15 +68,7 @@ var strategies = []struct {
 
 func openBenchTable(b *testing.B, s it.Strategy, proj []string, codec it.Codec) *it.Table[Customer] {
 	b.Helper()
-	tbl, err := it.Open(context.Background(), it.NewMemoryStore(), it.Schema[Customer]{
-		Name:       "customers",
-		PrimaryKey: []string{"ID"},
-		Codec:      codec,
-		Indexes: []it.Index[Customer]{
-			{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: s, Projection: proj},
-			{Name: "lastname", Fields: []string{"LastName"}, Strategy: s, Projection: proj},
-		},
-	})
+	tbl, err := it.Open(context.Background(), it.NewMemoryStore(), fixture.Schema(s, proj, codec))
 	if err != nil {
 		b.Fatal(err)
 	}

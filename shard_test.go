@@ -12,6 +12,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/internal/fixture"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -166,12 +167,6 @@ func decodePrefix(key []byte) it.Tuple {
 	return t
 }
 
-type shardedCustomer struct {
-	ID       string
-	Town     string
-	LastName string
-}
-
 // TestTownQueryTouchesOneIndexShard: under ShardByLeadingKey, all of a
 // town's index entries lie on the shard its name hashes to, so a Town query
 // scans that index shard alone and fetches each record from its own shard;
@@ -190,12 +185,12 @@ func TestTownQueryTouchesOneIndexShard(t *testing.T) {
 				}
 				s, err := it.OpenShardedStore(context.Background(), shards, it.WithIndexSharding(rule))
 				require.NoError(t, err)
-				tbl, err := it.Open(ctx, s, it.Schema[shardedCustomer]{Name: "customers", PrimaryKey: []string{"ID"},
-					Indexes: []it.Index[shardedCustomer]{{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: strategy}}})
+				tbl, err := it.Open(ctx, s, it.Schema[fixture.Customer]{Name: "customers", PrimaryKey: []string{"ID"},
+					Indexes: []it.Index[fixture.Customer]{{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: strategy}}})
 				require.NoError(t, err)
 				var want []string
 				for i := range 40 {
-					c := shardedCustomer{ID: fmt.Sprintf("C%02d", i), Town: towns[i%4], LastName: fmt.Sprintf("L%02d", 39-i)}
+					c := fixture.Customer{ID: fmt.Sprintf("C%02d", i), Town: towns[i%4], LastName: fmt.Sprintf("L%02d", 39-i)}
 					_, err := tbl.Insert(ctx, c)
 					require.NoError(t, err)
 					if c.Town == "Redmond" {

@@ -105,9 +105,9 @@ func TestLimitsMeasured(t *testing.T) {
 				require.True(t, errors.Is(err, indextable.ErrInvalidKey) || errors.Is(err, indextable.ErrInvalidBatch), "%s of %d: %v", c.name, n, err)
 				return false
 			}
-			drain(t, tbl)
+			storetest.Drain(t, tbl)
 			require.NoError(t, tbl.Delete(ctx, indextable.Tuple{rec.P, rec.ID}))
-			drain(t, tbl)
+			storetest.Drain(t, tbl)
 			return true
 		}
 		lo, hi := 0, 1<<20 // fits(lo), !fits(hi)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -91,7 +92,7 @@ func TestTableOnAzure(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	drain(t, tbl)
+	storetest.Drain(t, tbl)
 
 	byActor := map[string][]string{}
 	for id, m := range model {
@@ -173,21 +174,4 @@ func TestBuildOnAzure(t *testing.T) {
 	rep, err = tbl.Verify(ctx, indextable.VerifyOptions{})
 	require.NoError(t, err)
 	assert.Zero(t, rep.Total(), "%+v", rep)
-}
-
-// drain runs tbl's maintainer until its queue is empty.
-func drain[T any](t *testing.T, tbl *indextable.Table[T]) {
-	t.Helper()
-	ctx := context.Background()
-	for pass := 0; ; pass++ {
-		require.Less(t, pass, 100, "the maintainer does not catch up")
-		n, err := tbl.ApplyPending(ctx, indextable.MaintainerOptions{})
-		require.NoError(t, err)
-		if n == 0 {
-			break
-		}
-	}
-	lag, err := tbl.Lag(ctx)
-	require.NoError(t, err)
-	require.Zero(t, lag.Pending)
 }

@@ -9,47 +9,29 @@ package bench
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/indextable/indextable/internal/fixture"
 )
 
 // Customer is the workload's record.
-type Customer struct {
-	ID        string
-	FirstName string
-	LastName  string
-	Town      string
-	Email     string
-	Phone     string
-}
+type Customer = fixture.Customer
 
-// The data set's shape: customer i lives in town i%Towns and is named
-// surname (i/Towns)%Surnames, so at 100,000 records a town holds 1,000
-// customers, its first 100 in LastName order are a prefix range of the
-// composite index, and each (town, surname) pair names one customer.
+// The data set's shape, fixture.Bench's: customer i lives in town i%Towns
+// and is named surname (i/Towns)%Surnames, so at 100,000 records a town
+// holds 1,000 customers, its first 100 in LastName order are a prefix
+// range of the composite index, and each (town, surname) pair names one
+// customer.
 const (
-	Towns    = 100
-	Surnames = 1000
+	Towns    = fixture.BenchTowns
+	Surnames = fixture.BenchSurnames
 )
 
 // NewCustomer returns customer i of the data set.
-func NewCustomer(i int) Customer {
-	return Customer{
-		ID:        fmt.Sprintf("C%07d", i),
-		FirstName: fmt.Sprintf("First%d", i%500),
-		LastName:  fmt.Sprintf("Surname%04d", (i/Towns)%Surnames),
-		Town:      fmt.Sprintf("Town%03d", i%Towns),
-		Email:     fmt.Sprintf("c%d@example.com", i),
-		Phone:     fmt.Sprintf("555-%07d", i),
-	}
-}
+func NewCustomer(i int) Customer { return fixture.Bench.Customer(i) }
 
 // Moved returns c moved to another town and surname, so that an update
 // moves its keys in both indexes.
-func Moved(c Customer, i int) Customer {
-	c.Town = fmt.Sprintf("Town%03d", (i*7+3)%Towns)
-	c.LastName = fmt.Sprintf("Surname%04d", (i*13+5)%Surnames)
-	return c
-}
+func Moved(c Customer, i int) Customer { return fixture.Bench.Moved(c, i) }
 
 // ErrNotFound is what a System's Get returns for a missing ID.
 var ErrNotFound = errors.New("bench: not found")

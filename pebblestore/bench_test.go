@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/fixture"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -85,20 +86,10 @@ var benchCacheMiB = flag.Int64("pebblebench.cache", 0,
 
 const (
 	benchTable   = "customers"
-	benchTowns   = 100 // n/100 customers a town
+	benchTowns   = fixture.BenchTowns // n/100 customers a town
 	benchStride  = 999_983
 	benchRawLoad = 1000 // records a raw load batch
 )
-
-// benchCustomer is the customer of the root package's benchmarks.
-type benchCustomer struct {
-	ID        string
-	FirstName string
-	LastName  string
-	Town      string
-	Email     string
-	Phone     string
-}
 
 type benchStrategy struct {
 	name string
@@ -112,41 +103,24 @@ var benchStrategies = []benchStrategy{
 	{"full-copy", indextable.FullCopy, nil},
 }
 
-// benchMake returns customer i of a data set of surnames surnames: with n
-// records and n/benchTowns surnames, a (Town, LastName) pair names one
-// customer, and a surname benchTowns of them, one in each town.
-func benchMake(i, surnames int) benchCustomer {
-	return benchCustomer{
-		ID:        fmt.Sprintf("C%07d", i),
-		FirstName: fmt.Sprintf("First%d", i%500),
-		LastName:  fmt.Sprintf("Surname%05d", (i/benchTowns)%surnames),
-		Town:      fmt.Sprintf("Town%03d", i%benchTowns),
-		Email:     fmt.Sprintf("c%d@example.com", i),
-		Phone:     fmt.Sprintf("555-%07d", i),
-	}
-}
-
-func benchSchema(st *benchStrategy) indextable.Schema[benchCustomer] {
-	return indextable.Schema[benchCustomer]{
-		Name:       benchTable,
-		PrimaryKey: []string{"ID"},
-		Codec:      &indextable.BinaryCodec{},
-		Indexes: []indextable.Index[benchCustomer]{
-			{Name: "town_lastname", Fields: []string{"Town", "LastName"}, Strategy: st.s, Projection: st.proj},
-			{Name: "lastname", Fields: []string{"LastName"}, Strategy: st.s, Projection: st.proj},
-		},
-	}
+// benchPopulation returns the data set of n records: n/benchTowns
+// surnames, so that a (Town, LastName) pair names one customer, and a
+// surname benchTowns of them, one in each town. Surnames have five digits,
+// as in the records the published numbers were measured on.
+func benchPopulation(n int) fixture.Population {
+	return fixture.Population{Towns: benchTowns, Surnames: n / benchTowns, Digits: 5}
 }
 
 // benchState is one (records, strategy) data set: its store, table (nil
 // for raw) and what the benchmarks need to address its records.
 type benchState struct {
-	n, surnames int
+	n           int
+	pop         fixture.Population
 	st          *benchStrategy // nil for raw
 	dir         string
 	store       *pebblestore.Store
 	noSync      bool
-	table       *indextable.Table[benchCustomer]
+	table       *indextable.Table[fixture.Customer]
 	codec       *indextable.BinaryCodec // raw's
 	prefix      []byte                  // raw's keys: the table's fact space
 	towns       []string
@@ -161,7 +135,7 @@ type benchState struct {
 }
 
 func newBenchState(b *testing.B, n int, st *benchStrategy) *benchState {
-	s := &benchState{n: n, surnames: n / benchTowns, st: st, next: n, codec: &indextable.BinaryCodec{}}
+	s := &benchState{n: n, pop: benchPopulation(n), st: st, next: n, codec: &indextable.BinaryCodec{}}
 	b.Cleanup(func() {
 		if s.store != nil {
 			if err := s.store.Close(); err != nil {
@@ -186,14 +160,7 @@ func (s *benchState) load(b *testing.B) {
 	if s.prefix, err = indextable.EncodeTuple(benchTable, 0); err != nil {
 		b.Fatal(err)
 	}
-	s.towns = make([]string, benchTowns)
-	for i := range s.towns {
-		s.towns[i] = fmt.Sprintf("Town%03d", i)
-	}
-	s.surnameList = make([]string, s.surnames)
-	for i := range s.surnameList {
-		s.surnameList[i] = fmt.Sprintf("Surname%05d", i)
-	}
+	s.towns, s.surnameList = s.pop.TownNames(), s.pop.SurnameNames()
 	if s.dir, err = os.MkdirTemp("", "pebblestore-bench-*"); err != nil {
 		b.Fatal(err)
 	}
@@ -204,7 +171,7 @@ func (s *benchState) load(b *testing.B) {
 			pb := db.NewBatch()
 			var key, val []byte
 			for i := start; i < min(start+benchRawLoad, s.n); i++ {
-				c := benchMake(i, s.surnames)
+				c := s.pop.Customer(i)
 				key, val = s.rawRecord(b, key, val, &c)
 				if err := pb.Set(key, val, nil); err != nil {
 					b.Fatal(err)
@@ -230,7 +197,7 @@ func (s *benchState) load(b *testing.B) {
 					if i >= s.n {
 						return
 					}
-					if _, err := s.table.Insert(ctx, benchMake(i, s.surnames)); err != nil {
+					if _, err := s.table.Insert(ctx, s.pop.Customer(i)); err != nil {
 						select {
 						case errs <- err:
 						default:
@@ -312,7 +279,7 @@ func (s *benchState) open(b *testing.B, noSync bool) {
 	}
 	s.store, s.noSync = store, noSync
 	if s.st != nil {
-		if s.table, err = indextable.Open(context.Background(), store, benchSchema(s.st)); err != nil {
+		if s.table, err = indextable.Open(context.Background(), store, fixture.Schema(s.st.s, s.st.proj, &indextable.BinaryCodec{})); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -321,7 +288,7 @@ func (s *benchState) open(b *testing.B, noSync bool) {
 // rawRecord appends to key and val (from their starts) the fact key and
 // value of c as the table stores them: the record's version, a random
 // incarnation as an insert makes, then its codec encoding.
-func (s *benchState) rawRecord(b *testing.B, key, val []byte, c *benchCustomer) ([]byte, []byte) {
+func (s *benchState) rawRecord(b *testing.B, key, val []byte, c *fixture.Customer) ([]byte, []byte) {
 	key, err := indextable.AppendElement(append(key[:0], s.prefix...), c.ID)
 	if err != nil {
 		b.Fatal(err)
@@ -340,7 +307,7 @@ func (s *benchState) rawRecord(b *testing.B, key, val []byte, c *benchCustomer) 
 func (s *benchState) pickIDs(n int) []string {
 	ids := make([]string, n)
 	for i, j := range s.pick(n) {
-		ids[i] = benchMake(j, s.surnames).ID
+		ids[i] = s.pop.Customer(j).ID
 	}
 	return ids
 }
@@ -360,11 +327,11 @@ func (s *benchState) diskPerRecord() float64 { return float64(s.diskBytes) / flo
 // those of the loaded customers, scattered as random IDs would be, not
 // after them all: a key past the end of the fact table would let Pebble
 // rule it out of every sstable by its bounds alone.
-func (s *benchState) fresh(n int) []benchCustomer {
-	out := make([]benchCustomer, n)
+func (s *benchState) fresh(n int) []fixture.Customer {
+	out := make([]fixture.Customer, n)
 	for i := range out {
 		k := s.next + i
-		out[i] = benchMake(k, s.surnames)
+		out[i] = s.pop.Customer(k)
 		out[i].ID = fmt.Sprintf("C%07d.%d", uint64(k)*benchStride%uint64(s.n), k)
 	}
 	s.next += n
@@ -394,7 +361,7 @@ func benchRaw(b *testing.B, s *benchState) {
 		db := s.store.DB()
 		var (
 			key []byte
-			rec benchCustomer
+			rec fixture.Customer
 			err error
 		)
 		b.ReportAllocs()
@@ -478,7 +445,7 @@ func benchIndexed(b *testing.B, s *benchState) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for _, j := range picks {
-			q := indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{s.towns[j%benchTowns], s.surnameList[(j/benchTowns)%s.surnames]}}
+			q := indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{s.towns[j%benchTowns], s.surnameList[(j/benchTowns)%s.pop.Surnames]}}
 			for _, err := range s.table.Find(ctx, q) {
 				if err != nil {
 					b.Fatal(err)

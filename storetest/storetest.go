@@ -22,6 +22,12 @@
 // makes no progress (no store call of its returns) for two minutes is
 // called deadlocked, however long it runs while it makes progress, so that
 // a slow machine cannot fail it.
+//
+// Beyond the Store contract, the suite runs tables on a backend's stores:
+// TestShardedTable a table over a ShardedStore of its shards, against a
+// map of what the table should hold, and TestLimits a table whose records
+// straddle the limits the store declares. Drain, for a backend's own table
+// tests, runs a table's maintainer until nothing is left queued.
 package storetest
 
 import (

@@ -11,33 +11,18 @@ import (
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/internal/fixture"
 )
 
-// Customer is a record of the fact table.
-type Customer struct {
-	ID        string
-	FirstName string
-	LastName  string
-	Town      string
-	Email     string
-	Phone     string
-}
-
-var customers = []Customer{
-	{"C01", "Mary", "Smith", "Redmond", "mary@example.com", "425-555-0101"},
-	{"C02", "John", "Smith", "Redmond", "john@example.com", "425-555-0102"},
-	{"C03", "Ana", "Jones", "Redmond", "ana@example.com", "425-555-0103"},
-	{"C04", "Raj", "Patel", "Redmond", "", "425-555-0104"},
-	{"C05", "Li", "Chen", "Seattle", "li@example.com", "206-555-0105"},
-	{"C06", "Sam", "Smith", "Seattle", "sam@example.com", "206-555-0106"},
-	{"C07", "Eva", "Brown", "Bellevue", "eva@example.com", "425-555-0107"},
-	{"C08", "Tom", "Adams", "Redmond", "tom@example.com", "425-555-0108"},
-	{"C09", "Kim", "Smith", "Bellevue", "kim@example.com", "425-555-0109"},
-	{"C10", "Joe", "Young", "Redmond", "joe@example.com", "425-555-0110"},
-}
+// Customer is a record of the fact table: the examples' customer, with an
+// ID, FirstName, LastName, Town, Email and Phone. The ten customers it
+// inserts are fixture.ExampleCustomers.
+type Customer = fixture.Customer
 
 func main() { examplestore.Main(run) }
 
+// run opens the customers' table, loads it on a first run, then reads
+// and writes it, printing what each read cost the store.
 func run(ctx context.Context, s indextable.Store) error {
 	store := countingstore.New(s)
 
@@ -60,7 +45,25 @@ func run(ctx context.Context, s indextable.Store) error {
 	if err != nil {
 		return err
 	}
+	if err := load(ctx, table, store); err != nil {
+		return err
+	}
+	if err := printQueries(ctx, table, store); err != nil {
+		return err
+	}
+	for _, step := range []func(context.Context, *indextable.Table[Customer]) error{
+		printPages, printCount, showWrites, printAdvice,
+	} {
+		if err := step(ctx, table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
+// load inserts the customers, unless an earlier run did, and prints what
+// the inserts cost.
+func load(ctx context.Context, table *indextable.Table[Customer], store *countingstore.Store) error {
 	// A store that outlives the run (-pebble) holds the customers of an
 	// earlier run, with their index tables.
 	n, err := table.Count(ctx, indextable.Query{})
@@ -69,18 +72,23 @@ func run(ctx context.Context, s indextable.Store) error {
 	}
 	if n > 0 {
 		fmt.Printf("Found %d customers from an earlier run, and their index tables.\n\n", n)
-	} else {
-		before := store.Counts()
-		for _, c := range customers {
-			if _, err := table.Insert(ctx, c); err != nil {
-				return err
-			}
-		}
-		w := store.Counts().Sub(before)
-		fmt.Printf("Inserted %d customers: %d atomic batches of %.1f operations each (record, index entries, guards).\n\n",
-			len(customers), w.Applies, float64(w.Ops)/float64(w.Applies))
+		return nil
 	}
+	before := store.Counts()
+	for _, c := range fixture.ExampleCustomers {
+		if _, err := table.Insert(ctx, c); err != nil {
+			return err
+		}
+	}
+	w := store.Counts().Sub(before)
+	fmt.Printf("Inserted %d customers: %d atomic batches of %.1f operations each (record, index entries, guards).\n\n",
+		len(fixture.ExampleCustomers), w.Applies, float64(w.Ops)/float64(w.Applies))
+	return nil
+}
 
+// printQueries runs queries of each index and prints what they returned
+// and what each cost the store.
+func printQueries(ctx context.Context, table *indextable.Table[Customer], store *countingstore.Store) error {
 	queries := []struct {
 		title string
 		q     indextable.Query
@@ -107,8 +115,12 @@ func run(ctx context.Context, s indextable.Store) error {
 		fmt.Printf("  store lookups: %d (index scans: %d, reading %d entries; batched fact fetches: %d, of %d records)\n\n",
 			cost.Lookups(), cost.Scans, cost.ScanEntries, cost.GetManys, cost.ManyKeys)
 	}
+	return nil
+}
 
-	// Pages with continuation cursors.
+// printPages reads all towns' customers in pages with continuation
+// cursors.
+func printPages(ctx context.Context, table *indextable.Table[Customer]) error {
 	fmt.Println("All towns' customers by Town, LastName, two per page:")
 	q := indextable.Query{Index: "town_lastname_full", Limit: 2}
 	for page := 1; ; page++ {
@@ -126,16 +138,27 @@ func run(ctx context.Context, s indextable.Store) error {
 		}
 		q.Cursor = next
 	}
+	return nil
+}
 
-	n, err = table.Count(ctx, indextable.Query{Index: "town", Eq: indextable.Tuple{"Redmond"}})
+// printCount counts Redmond's customers from an index, without decoding
+// them.
+func printCount(ctx context.Context, table *indextable.Table[Customer]) error {
+	n, err := table.Count(ctx, indextable.Query{Index: "town", Eq: indextable.Tuple{"Redmond"}})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("\nCustomers in Redmond, counted from the index without decoding: %d\n", n)
+	return nil
+}
 
+// showWrites shows two writes the table refuses: one that a unique index
+// forbids, and an update conditional on a version that is no longer the
+// record's.
+func showWrites(ctx context.Context, table *indextable.Table[Customer]) error {
 	// A unique index refuses a second customer with a taken email, and
 	// nothing of that write is applied.
-	_, err = table.Insert(ctx, Customer{ID: "C11", LastName: "Doe", Town: "Redmond", Email: "eva@example.com"})
+	_, err := table.Insert(ctx, Customer{ID: "C11", LastName: "Doe", Town: "Redmond", Email: "eva@example.com"})
 	fmt.Printf("Insert C11 with eva's email: %v\n", err)
 	_, err = table.Get(ctx, "C11")
 	fmt.Printf("Get C11 afterwards: %v\n", err)
@@ -152,10 +175,14 @@ func run(ctx context.Context, s indextable.Store) error {
 	c.Phone = "000"
 	_, err = table.Update(ctx, c, indextable.IfVersion(v))
 	fmt.Printf("Second update of C03 with the version read before the first: %v\n", err)
+	return nil
+}
 
-	// What the indexes cost and earn: this run's counts join the totals
-	// kept in the store, and the pattern's rules judge each index. On a
-	// -pebble store, go run ./cmd/indextable advise DIR says the same.
+// printAdvice prints what the indexes cost and earn: this run's counts
+// join the totals kept in the store, and the pattern's rules judge each
+// index. On a -pebble store, go run ./cmd/indextable advise DIR says the
+// same.
+func printAdvice(ctx context.Context, table *indextable.Table[Customer]) error {
 	if err := table.SaveUsage(ctx); err != nil {
 		return err
 	}

@@ -13,14 +13,13 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
+	"github.com/indextable/indextable/internal/fixture"
 )
 
-// Customer is a record of the fact table.
-type Customer struct {
-	ID       int
-	LastName string
-	Town     string
-}
+// Customer is a record of the fact table: the examples' customer, with an
+// ID, FirstName, LastName, Town, Email and Phone. This example sets the ID,
+// LastName and Town of customer i, C00000 to C19999.
+type Customer = fixture.Customer
 
 var (
 	towns = []string{"Redmond", "Seattle", "Bellevue", "Kirkland"}
@@ -29,13 +28,49 @@ var (
 
 func main() { examplestore.Main(run) }
 
+// customerID is the ID of customer i.
+func customerID(i int) string { return fmt.Sprintf("C%05d", i) }
+
+// run loads a table without indexes, adds two, builds them online, lets
+// a maintainer catch the eventual one up, and verifies the table.
 func run(ctx context.Context, store indextable.Store) error {
 	schema := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}}
+	if err := load(ctx, store, schema); err != nil {
+		return err
+	}
 
-	// A table without indexes, with 20,000 customers. In a store that
-	// outlives the run (-pebble), opening it without indexes drops those of
-	// the earlier run, and the writes reset its customers; the indexes'
-	// generations go on counting.
+	// Reopened with two indexes: the catalog sees they are new, and they
+	// start write-only, because the table holds records.
+	schema.Indexes = []indextable.Index[Customer]{
+		{Name: "town_lastname", Fields: []string{"Town", "LastName"}},
+		{Name: "lastname", Fields: []string{"LastName"}, Consistency: indextable.Eventual},
+	}
+	table, err := indextable.Open(ctx, store, schema)
+	if err != nil {
+		return err
+	}
+	printStatus(ctx, table)
+	_, err = table.Count(ctx, indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}})
+	fmt.Printf("A query before the build: %v\n\n", err)
+
+	for _, step := range []func(context.Context, *indextable.Table[Customer]) error{build, rename, maintain} {
+		if err := step(ctx, table); err != nil {
+			return err
+		}
+	}
+	rep, err := table.Verify(ctx, indextable.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Verify: %d records and %d index entries read, %d findings\n", rep.Records, rep.Entries, rep.Total())
+	return nil
+}
+
+// load writes 20,000 customers to a table without indexes. In a store that
+// outlives the run (-pebble), opening it without indexes drops those of
+// the earlier run, and the writes reset its customers; the indexes'
+// generations go on counting.
+func load(ctx context.Context, store indextable.Store, schema indextable.Schema[Customer]) error {
 	table, err := indextable.Open(ctx, store, schema)
 	if err != nil {
 		return err
@@ -46,38 +81,28 @@ func run(ctx context.Context, store indextable.Store) error {
 		fmt.Printf("Found %d customers from an earlier run.\n", n)
 	}
 	for i := range 20000 {
-		c := Customer{ID: i, LastName: names[i%len(names)], Town: towns[i%len(towns)]}
+		c := Customer{ID: customerID(i), LastName: names[i%len(names)], Town: towns[i%len(towns)]}
 		if _, err := table.Upsert(ctx, c); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	// Reopened with two indexes: the catalog sees they are new, and they
-	// start write-only, because the table holds records.
-	schema.Indexes = []indextable.Index[Customer]{
-		{Name: "town_lastname", Fields: []string{"Town", "LastName"}},
-		{Name: "lastname", Fields: []string{"LastName"}, Consistency: indextable.Eventual},
-	}
-	if table, err = indextable.Open(ctx, store, schema); err != nil {
-		return err
-	}
-	printStatus(ctx, table)
-	_, err = table.Count(ctx, indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}})
-	fmt.Printf("A query before the build: %v\n\n", err)
-
-	// Build them online, with a progress bar, while a writer moves
-	// customers to Seattle.
+// build builds the new indexes online, with a progress bar, while a
+// writer moves customers to Seattle.
+func build(ctx context.Context, table *indextable.Table[Customer]) error {
 	writerDone := make(chan error)
 	go func() {
 		for i := 0; i < 20000; i += 10 {
-			if _, err := table.Update(ctx, Customer{ID: i, LastName: "Moved", Town: "Seattle"}); err != nil {
+			if _, err := table.Update(ctx, Customer{ID: customerID(i), LastName: "Moved", Town: "Seattle"}); err != nil {
 				writerDone <- err
 				return
 			}
 		}
 		writerDone <- nil
 	}()
-	err = table.Build(ctx, indextable.BuildOptions{ChunkSize: 1000, Progress: func(p indextable.BuildProgress) {
+	err := table.Build(ctx, indextable.BuildOptions{ChunkSize: 1000, Progress: func(p indextable.BuildProgress) {
 		switch {
 		case p.Readable:
 			fmt.Printf("build %-13s readable\n", p.Index)
@@ -91,12 +116,15 @@ func run(ctx context.Context, store indextable.Store) error {
 	}
 	fmt.Println()
 	printStatus(ctx, table)
+	return nil
+}
 
-	// The eventual index follows writes through the queue: these renames
-	// are pending until a maintainer applies them, and meanwhile reads of
-	// the index check its entries against the records.
+// rename renames customers. The eventual index follows writes through the
+// queue: these renames are pending until a maintainer applies them, and
+// meanwhile reads of the index check its entries against the records.
+func rename(ctx context.Context, table *indextable.Table[Customer]) error {
 	for i := 1; i < 20000; i += 20 {
-		if _, err := table.Update(ctx, Customer{ID: i, LastName: "Renamed", Town: towns[i%len(towns)]}); err != nil {
+		if _, err := table.Update(ctx, Customer{ID: customerID(i), LastName: "Renamed", Town: towns[i%len(towns)]}); err != nil {
 			return err
 		}
 	}
@@ -110,7 +138,12 @@ func run(ctx context.Context, store indextable.Store) error {
 		return err
 	}
 	fmt.Printf("Customers named Renamed, before the maintainer runs: %d\n", n)
+	return nil
+}
 
+// maintain runs a maintainer until the eventual index has caught up with
+// the renames, and reads them through it.
+func maintain(ctx context.Context, table *indextable.Table[Customer]) error {
 	run, stop := context.WithCancel(ctx)
 	defer stop()
 	maintainer := make(chan error)
@@ -122,17 +155,11 @@ func run(ctx context.Context, store indextable.Store) error {
 	if err := <-maintainer; !errors.Is(err, context.Canceled) {
 		return err
 	}
-	n, err = table.Count(ctx, indextable.Query{Index: "lastname", Eq: indextable.Tuple{"Renamed"}})
+	n, err := table.Count(ctx, indextable.Query{Index: "lastname", Eq: indextable.Tuple{"Renamed"}})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("Customers named Renamed, after WaitIndexed: %d\n\n", n)
-
-	rep, err := table.Verify(ctx, indextable.VerifyOptions{})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("Verify: %d records and %d index entries read, %d findings\n", rep.Records, rep.Entries, rep.Total())
 	return nil
 }
 

@@ -15,33 +15,20 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
+	"github.com/indextable/indextable/internal/fixture"
 )
 
-// Customer is a record of the fact table.
-type Customer struct {
-	ID        string
-	FirstName string
-	LastName  string
-	Town      string
-}
-
-var named = []Customer{
-	{"C01", "Mary", "Smith", "Redmond"},
-	{"C02", "John", "Smith", "Redmond"},
-	{"C03", "Ana", "Jones", "Redmond"},
-	{"C04", "Raj", "Patel", "Redmond"},
-	{"C05", "Li", "Chen", "Seattle"},
-	{"C06", "Sam", "Smith", "Seattle"},
-	{"C07", "Eva", "Brown", "Bellevue"},
-	{"C08", "Tom", "Adams", "Redmond"},
-	{"C09", "Kim", "Smith", "Bellevue"},
-	{"C10", "Joe", "Young", "Redmond"},
-}
+// Customer is a record of the fact table: the examples' customer, with an
+// ID, FirstName, LastName, Town, Email and Phone. The first ten are
+// fixture.ExampleCustomers.
+type Customer = fixture.Customer
 
 const shards = 4
 
 func main() { examplestore.MainShards(shards, run) }
 
+// run opens the customers' table over the shards, loads it on a first
+// run, then reads it: each query says which shards it touched.
 func run(ctx context.Context, stores []indextable.Store) error {
 	counters := make([]*counted, len(stores))
 	for i, s := range stores {
@@ -68,42 +55,64 @@ func run(ctx context.Context, stores []indextable.Store) error {
 	if err != nil {
 		return err
 	}
+	if err := load(ctx, table); err != nil {
+		return err
+	}
+	if err := printShards(ctx, store); err != nil {
+		return err
+	}
+	if err := printQueries(ctx, table, counters); err != nil {
+		return err
+	}
+	if err := printPages(ctx, table); err != nil {
+		return err
+	}
+	return verify(ctx, table)
+}
 
+// load inserts the customers, unless an earlier run on the same stores
+// did, and applies the changes that their writes queued.
+func load(ctx context.Context, table *indextable.Table[Customer]) error {
 	n, err := table.Count(ctx, indextable.Query{})
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		fmt.Printf("Found %d customers from an earlier run, and their index tables.\n", n)
-	} else {
-		all := slices.Clone(named)
-		towns := []string{"Kirkland", "Bothell", "Renton"}
-		lastNames := []string{"Garcia", "Kim", "Nguyen", "Olsen", "Smith"}
-		for i := range 30 {
-			all = append(all, Customer{fmt.Sprintf("C%02d", 11+i), "F" + fmt.Sprint(i), lastNames[i%5], towns[i%3]})
-		}
-		for _, c := range all {
-			if _, err := table.Insert(ctx, c); err != nil {
-				return err
-			}
-		}
-		// A write whose index entries lie on other shards than its record
-		// committed the record with a change record; the maintainer applies
-		// the entries.
-		applied := 0
-		for {
-			n, err := table.ApplyPending(ctx, indextable.MaintainerOptions{})
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				break
-			}
-			applied += n
-		}
-		fmt.Printf("Inserted %d customers over %d shards; the maintainer applied %d queued changes to index shards.\n",
-			len(all), shards, applied)
+		return nil
 	}
+	all := slices.Clone(fixture.ExampleCustomers)
+	towns := []string{"Kirkland", "Bothell", "Renton"}
+	lastNames := []string{"Garcia", "Kim", "Nguyen", "Olsen", "Smith"}
+	for i := range 30 {
+		all = append(all, Customer{ID: fmt.Sprintf("C%02d", 11+i), FirstName: "F" + fmt.Sprint(i), LastName: lastNames[i%5], Town: towns[i%3]})
+	}
+	for _, c := range all {
+		if _, err := table.Insert(ctx, c); err != nil {
+			return err
+		}
+	}
+	// A write whose index entries lie on other shards than its record
+	// committed the record with a change record; the maintainer applies
+	// the entries.
+	applied := 0
+	for {
+		n, err := table.ApplyPending(ctx, indextable.MaintainerOptions{})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		applied += n
+	}
+	fmt.Printf("Inserted %d customers over %d shards; the maintainer applied %d queued changes to index shards.\n",
+		len(all), shards, applied)
+	return nil
+}
+
+// printShards prints how many customers' records each shard holds.
+func printShards(ctx context.Context, store *indextable.ShardedStore) error {
 	perShard := make([]string, shards)
 	for i := range shards {
 		n := 0
@@ -116,7 +125,12 @@ func run(ctx context.Context, stores []indextable.Store) error {
 		perShard[i] = fmt.Sprint(n)
 	}
 	fmt.Printf("Customers per shard (by a hash of the ID): %s\n\n", strings.Join(perShard, " "))
+	return nil
+}
 
+// printQueries runs a read by ID and queries of each index, and prints
+// what each returned and which shards it touched.
+func printQueries(ctx context.Context, table *indextable.Table[Customer], counters []*counted) error {
 	show := func(title string, read func() (iter.Seq2[Customer, error], error)) error {
 		before := snapshot(counters)
 		fmt.Println(title + ":")
@@ -160,9 +174,13 @@ func run(ctx context.Context, stores []indextable.Store) error {
 			return err
 		}
 	}
+	return nil
+}
 
-	// Pages with cursors over the hash-sharded index: each page merges the
-	// shards' ordered streams, and its cursor resumes all of them.
+// printPages reads the customers named Smith in pages with cursors over
+// the hash-sharded index: each page merges the shards' ordered streams,
+// and its cursor resumes all of them.
+func printPages(ctx context.Context, table *indextable.Table[Customer]) error {
 	fmt.Println("Customers named Smith, two per page (index sharded by hash):")
 	q := indextable.Query{Index: "lastname", Eq: indextable.Tuple{"Smith"}, Limit: 2}
 	for page := 1; ; page++ {
@@ -176,11 +194,14 @@ func run(ctx context.Context, stores []indextable.Store) error {
 		}
 		fmt.Printf("  page %d: %s\n", page, strings.Join(ids, ", "))
 		if next == "" {
-			break
+			return nil
 		}
 		q.Cursor = next
 	}
+}
 
+// verify checks the records and index entries across the shards.
+func verify(ctx context.Context, table *indextable.Table[Customer]) error {
 	rep, err := table.Verify(ctx, indextable.VerifyOptions{})
 	if err != nil {
 		return err
