@@ -83,7 +83,7 @@ func (s *hookedStore) Apply(ctx context.Context, b *it.Batch) error {
 	}
 	err := s.MemoryStore.Apply(ctx, b)
 	if f := s.afterMarker; f != nil && err == nil && len(ops) == 2 && !ops[0].IsWrite() && ops[1].Kind == it.OpPut {
-		if k, _ := it.DecodeTuple(ops[1].Key); len(k) > 1 && k[1] == int64(3) {
+		if k, ok := it.ParseKey(ops[1].Key); ok && k.Space == it.SpaceQueue {
 			s.afterMarker = nil
 			f()
 		}

@@ -1,6 +1,7 @@
 package indextable_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -45,28 +46,30 @@ func (s partitioned) Apply(ctx context.Context, b *it.Batch) error {
 }
 
 func partitionOf(key []byte) []byte {
-	t, err := it.DecodeTuple(key)
-	if err != nil || len(t) < 3 {
+	k, ok := it.ParseKey(key)
+	if !ok {
 		return key
 	}
-	var p []byte
-	switch t[1] {
-	case int64(0), int64(3): // a record, its changes
-		p, err = it.EncodeTuple(t[0], "record", t[2])
-	case int64(1): // an index table
-		p, err = it.EncodeTuple(t[0], "index", t[2])
-	case int64(5): // an intra-partition index table, by the record
-		if len(t) < 5 {
+	in := func(kind string, elem []byte) []byte {
+		p, err := it.AppendTuple(bytes.Clone(k.Table), kind)
+		if err != nil {
+			panic(err)
+		}
+		return append(p, elem...)
+	}
+	switch k.Space {
+	case it.SpaceRecords, it.SpaceQueue, it.SpaceIntra: // a record, its changes, its intra-partition entries
+		if k.Lead == nil {
 			return key
 		}
-		p, err = it.EncodeTuple(t[0], "record", t[4])
-	default:
-		p, err = it.EncodeTuple(t[0], t[1])
+		return in("record", k.Lead)
+	case it.SpaceIndex: // an index table
+		if k.Index == nil {
+			return key
+		}
+		return in("index", k.Index)
 	}
-	if err != nil {
-		panic(err)
-	}
-	return p
+	return key[:len(key)-len(k.Rest)] // the table's space
 }
 
 // maintainers runs a table's maintainers in goroutines, and stops and

@@ -437,7 +437,7 @@ func (s *refusingStore) Apply(ctx context.Context, b *it.Batch) error {
 	refused := s.refused
 	s.mu.Unlock()
 	for _, op := range b.Ops() {
-		if k, err := it.DecodeTuple(op.Key); refused != "" && op.Kind == it.OpPut && err == nil && len(k) > 1 && k[1] == int64(1) && slices.Contains(k, any(refused)) {
+		if k, ok := it.ParseKey(op.Key); refused != "" && op.Kind == it.OpPut && ok && k.Space == it.SpaceIndex && holds(op.Key, refused) {
 			return fmt.Errorf("%w: entry %q refused", it.ErrInvalidBatch, op.Key)
 		}
 	}
@@ -659,4 +659,10 @@ func TestUnreadableChangeIsSetAside(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, lag.SetAside)
 	require.Equal(t, 1, lag.Pending)
+}
+
+// holds reports whether the tuple key has an element equal to v.
+func holds(key []byte, v any) bool {
+	t, err := it.DecodeTuple(key)
+	return err == nil && slices.Contains(t, v)
 }

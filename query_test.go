@@ -918,7 +918,7 @@ func TestReadOverlappingADisablingFails(t *testing.T) {
 			}
 			disabled := false
 			s.onScan = func(e it.Entry) {
-				if k, _ := it.DecodeTuple(e.Key); !disabled && len(k) > 2 && k[1] == int64(1) {
+				if k, ok := it.ParseKey(e.Key); !disabled && ok && k.Space == it.SpaceIndex && k.Index != nil {
 					disabled = true
 					require.NoError(t, tbl.DisableIndex(ctx, index))
 				}

@@ -363,32 +363,32 @@ func shardCheckPlacement(ctx context.Context, t *testing.T, s *indextable.Sharde
 				continue // the shard's layout record
 			}
 			require.Equal(t, i, s.ShardOf(e.Key), "key %x", e.Key)
-			k, err := indextable.DecodeTuple(e.Key)
-			require.NoError(t, err)
-			require.Equal(t, "customers", k[0])
+			k, ok := indextable.ParseKey(e.Key)
+			require.True(t, ok, "key %x", e.Key)
+			require.Equal(t, "customers", element(t, k.Table))
 			var on any
-			switch k[1] {
-			case int64(0): // a record: the table, 0, its ID
-				require.Len(t, k, 3)
-				require.Contains(t, model, k[2])
-				on = k[2]
+			switch k.Space {
+			case indextable.SpaceRecords: // its primary key is its ID alone
+				require.Empty(t, k.Rest, "%x", e.Key)
+				on = element(t, k.Lead)
+				require.Contains(t, model, on)
 				records[i]++
 				total++
-			case int64(1): // an index entry: the table, 1, the index, its generation, its key
-				require.GreaterOrEqual(t, len(k), 5)
+			case indextable.SpaceIndex:
+				require.NotNil(t, k.Lead, "%x", e.Key)
 				if rule == indextable.ShardByLeadingKey {
-					on = k[4]
+					on = element(t, k.Lead)
 				}
-				entries[k[2].(string)][i]++
-			case int64(3):
-				t.Fatalf("a change is queued on shard %d: %v", i, k)
+				entries[element(t, k.Index).(string)][i]++
+			case indextable.SpaceQueue:
+				t.Fatalf("a change is queued on shard %d: %x", i, e.Key)
 			default: // the catalog and the maintainers' leases
-				require.Zero(t, i, "%v", k)
+				require.Zero(t, i, "%x", e.Key)
 			}
 			if on != nil {
 				want, err := indextable.ShardFor(s.Shards(), on)
 				require.NoError(t, err)
-				require.Equal(t, want, i, "%v", k)
+				require.Equal(t, want, i, "%x", e.Key)
 			}
 		}
 	}
@@ -404,4 +404,12 @@ func shardCheckPlacement(ctx context.Context, t *testing.T, s *indextable.Sharde
 		}
 		require.Equal(t, len(model), sum, "the entries of index %s", name)
 	}
+}
+
+// element decodes one encoded tuple element.
+func element(t *testing.T, b []byte) any {
+	v, rest, err := indextable.DecodeElement(b)
+	require.NoError(t, err)
+	require.Empty(t, rest)
+	return v
 }
