@@ -136,7 +136,10 @@ func (r ScanRange) Contains(key []byte) bool {
 // bounds, and the index manager plans its writes with Allows.
 type Atomicity struct {
 	// Partition, when set, maps a key to its partition; only operations
-	// whose keys share one partition can be applied together.
+	// whose keys share one partition can be applied together. A table
+	// needs one partition for a record's key and its change records'
+	// keys (see KeySpace), which a write commits together, and one for
+	// each of its catalog and lease spaces.
 	Partition func(key []byte) []byte
 	// MaxOps is the most operations in one batch; 0 means no bound.
 	MaxOps int
@@ -147,8 +150,8 @@ type Atomicity struct {
 	// put; 0 means no bound. A key longer than MaxKeyBytes is never
 	// present, so expecting it absent or deleting it is allowed. Tables
 	// check their keys and records against them before they write (see
-	// the fallback rule in consistency.go), so that a maintainer never
-	// meets a key or value it cannot store.
+	// Limits of a store in the package documentation), so that a
+	// maintainer never meets a key or value it cannot store.
 	MaxKeyBytes, MaxValueBytes int
 }
 
