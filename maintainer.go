@@ -19,7 +19,8 @@ type MaintainerOptions struct {
 	// one applies the changes of the records whose primary key hashes
 	// (FNV-1a) to Partition modulo Partitions. Zero Partitions means one
 	// maintainer for all; at most 4096. Every maintainer of a table must
-	// use the same Partitions.
+	// use the same Partitions. A Partitions above 4096, or a Partition
+	// outside 0 to Partitions-1, is refused with ErrInvalidArgument.
 	Partition, Partitions int
 	// BatchSize is how many change records a maintainer applies at a
 	// time, in one store batch when the store allows it; 0 means 256.
@@ -100,10 +101,27 @@ func (o *MaintainerOptions) defaults() error {
 // maintainer holds a lease on its partition, valid for LeaseTTL and renewed
 // before each chunk of changes and each piece of mutations when less than
 // half of it is left, and a maintainer that finds its partition leased
-// waits (ApplyPending returns an error wrapping ErrConflict). A maintainer
-// that dies holds its partition until the lease expires. As with any
+// waits (ApplyPending returns an error wrapping ErrConflict). It takes the
+// lease only when it has a change to apply, so an idle maintainer writes
+// nothing. Maintainers of another partitioning of the queue (another
+// Partitions) wait too while leases of this one are held: a record of the
+// partitioning in force, rewritten by every lease taken or renewed, keeps
+// two partitionings from applying the same records' changes at once. A
+// maintainer that dies holds its partition until the lease expires, and so
+// does an ApplyPending whose release of the lease failed. As with any
 // lease, this assumes clocks that agree, and no pause longer than half the
 // LeaseTTL between a check of the lease and the write it allows.
+//
+// On a bounded store, a record whose index mutations do not fit one batch
+// with its change records is applied in three steps: a marker (a change record of
+// the version read), in a batch that expects the record unchanged; the
+// mutations, in pieces; then the removal of the change records and the
+// marker, again expecting the record unchanged. After a crash the change
+// records stay, and the mutations are applied again. After a concurrent
+// write (even a synchronous one, which queues nothing) the change records
+// go but the marker stays and stands for them: the next pass deletes what
+// the pieces put for the version read. When not all of a record's changes
+// fit, the oldest go first.
 //
 // A change that fails in a way no retry helps (the store refuses the
 // batch that applies it, with ErrInvalidBatch, or a record or change does
@@ -114,10 +132,13 @@ func (o *MaintainerOptions) defaults() error {
 // Lag.SetAside and VerifyReport.SetAside rather than as pending;
 // WaitIndexed returns an error wrapping ErrChangeSetAside. It is tried
 // again together with the record's next change, so an update that makes
-// the record appliable heals it, and Repair removes it once it made the
-// record's entries exact. Reads treat its record as one with pending
-// changes, and so stay exact. Transient errors and conflicts never count
-// as failures.
+// the record appliable heals it; when the two fail together, the new
+// change is tried alone too, in case the old one is the cause. Repair
+// removes it once it made the record's entries exact. Reads treat its
+// record as one with pending changes, and so stay exact. Transient errors
+// and conflicts never count as failures. A change record of a format this
+// version does not know (a newer version's) is logged and left for a
+// maintainer that knows it.
 func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) error {
 	if err := checkContext(ctx); err != nil {
 		return err

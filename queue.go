@@ -286,6 +286,8 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 // maintainers as one they cannot apply (see RunMaintainer), it returns an
 // error wrapping ErrChangeSetAside that names its record and why, rather
 // than wait for ever; a change that failed fewer times keeps it waiting.
+// It looks up what it still waits for a chunk at a time, in the order a
+// maintainer applies it, so a look costs no more when the queue is long.
 func (t *Table[T]) WaitIndexed(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
 		return err
