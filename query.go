@@ -48,8 +48,9 @@ type Query struct {
 	// Covered asks for the fields the index entry holds only, read from the
 	// index without touching the fact table: the primary key, the index's
 	// single-valued key fields and, for a Partial index, its projection. The
-	// other fields are left zero. A FullCopy entry holds the whole record,
-	// and its reads never touch the fact table.
+	// other fields are left zero, except in a result that the read checked
+	// against its fact record (see Table.Find), which is the whole record.
+	// A FullCopy entry holds the whole record.
 	Covered bool
 	// Where keeps only the records whose fields hold the given values, by
 	// field name; each field is single-valued and of a key type. Without
@@ -329,6 +330,20 @@ func (t *Table[T]) coverFields(q Query) Query {
 }
 
 // Find returns the records that q selects, in key order.
+//
+// A read of an index that may be behind its records (an Eventual index, or
+// any index on a store with bounded atomicity) returns no record under a
+// key it no longer has. A KeysOnly or Partial read checks each entry
+// against the record it fetches anyway, a GetMany per 64 entries. A
+// FullCopy or covered read first scans the queue for the records with
+// changes pending (only that partition's queue for an IntraPartition
+// index read with Eq; every shard's at once on a ShardedStore), trusts
+// the entries of the other records, and reads those records from the fact
+// table, leaving out an entry whose record no longer has its key; with
+// more than 64 changes pending, it checks every result. This is exact: a
+// record without a pending change had exact entries when the scan passed
+// it, and since then only a maintainer changed them, from the record as it
+// then was, so the record matched the query at some moment of the read.
 func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		q := t.coverFields(q) // a q assigned outside would be captured by reference, an allocation more
