@@ -445,7 +445,9 @@ func (t *Table[T]) readable(ctx context.Context, ix *indexTable) (*indexTable, e
 // way, and every write after them plans against the new state. Other
 // processes see the change when they reopen the table (a table that knows
 // the index as readable keeps querying it without looking at the catalog
-// again), so reopen it there.
+// again), so reopen it there. A read through this table that overlaps the
+// disabling of its index ends with an error wrapping ErrIndexNotReadable,
+// rather than return part of the index as all of it.
 func (t *Table[T]) DisableIndex(ctx context.Context, name string) error {
 	return t.setState(ctx, name, IndexDisabled)
 }

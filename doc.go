@@ -113,8 +113,9 @@
 // to readable, so queries see the index only when it is complete.
 //
 // Every process that writes a table must open it with the same schema: a
-// process that still runs an older schema does not maintain a new index.
-// Reopen the table in each process after a schema change.
+// process that still runs an older schema does not maintain a new index,
+// and if it reopens the table, Open undoes the change (it drops a new
+// index, or defines a changed one back). Reopen the table in each process after a schema change.
 //
 // # Verification
 //
@@ -126,9 +127,11 @@
 // table and looks up the record of each entry (dangling entries, and
 // entries whose record no longer has their key). A record with changes
 // still queued is skipped: its entries are late, not wrong. A finding is
-// confirmed by reading the record again, so a write that raced with the
-// check is not reported; repairs are conditional on the record being
-// unchanged.
+// confirmed before it is reported: its record and its entry are read
+// again, the record's queue is checked, and the index is checked to be
+// still readable in the same generation, so neither a concurrent write nor
+// a concurrent Repair, DisableIndex or EnableIndex is reported as drift;
+// repairs are conditional on the record being unchanged.
 //
 // A record whose only queued changes are set aside is checked like one
 // without: no maintainer will bring its entries up to date. Repair, once

@@ -122,9 +122,12 @@ func (t *Table[T]) Verify(ctx context.Context, opts VerifyOptions) (*VerifyRepor
 // stale entries, and deletes dangling entries and entries whose record lost
 // their key. Unique violations are reported and left. On a store whose
 // atomicity scope is a partition, a fix that spans partitions is queued in
-// the record's partition, and Repair applies the queue as a maintainer
-// before it returns. Then it removes the changes that maintainers set
-// aside of the records it made exact (see VerifyReport.Cleared).
+// the record's partition, as a change that puts the record's entries or,
+// for a stray entry, deletes it unless the record has it; Repair applies
+// the queue as a maintainer before it returns. Then, if it checked every
+// index the maintainers keep, it removes the changes that maintainers set
+// aside of the records it made exact (see VerifyReport.Cleared), and the
+// change records set aside that name no record.
 func (t *Table[T]) Repair(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	return t.verify(ctx, opts, true, false)
 }
@@ -644,7 +647,10 @@ func decodeTupleLoose(b []byte) Tuple {
 // checks the table that ReadCatalog described as info, decoding its records
 // with the record type and codec the table keeps (the library's JSON or binary
 // codec). Indexes with a Key func are not checked, since their keys come
-// from the program's code; the report's Skipped names them.
+// from the program's code; the report's Skipped names them. A table that
+// keeps no record type (its type has its own JSON encoding, say: see the
+// package documentation) cannot be checked: VerifyTable returns an error
+// wrapping ErrInvalidSchema.
 func VerifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
 	return verifyTable(ctx, store, info, opts, false)
 }
