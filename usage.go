@@ -474,7 +474,8 @@ func readUsage(ctx context.Context, store Store, tablePrefix []byte) (storedUsag
 
 // Usage returns what the table and its indexes have done: the totals that
 // SaveUsage stored, by every process, plus what this one has counted since
-// its last SaveUsage.
+// its last SaveUsage. The counting itself calls no store: it is atomic
+// adds, and a short lock for the keys and fields that reads name.
 func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
 	if err := checkContext(ctx); err != nil {
 		return TableUsage{}, err
