@@ -188,3 +188,18 @@ func ExampleTable_Advise() {
 	// index "town_lastname": unused: no query read it in 4 record writes, which wrote 4 of its entries
 	// index "lastname": unused: no query read it in 4 record writes, which wrote 4 of its entries
 }
+
+// Among 1000 shards, as among 4 (see the ShardFor example), a record's
+// shard is fixed by its first primary key component.
+func ExampleShardFor_thousandShards() {
+	for _, id := range []any{"C01", "Redmond"} {
+		shard, err := indextable.ShardFor(1000, id)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%#v: shard %d\n", id, shard)
+	}
+	// Output:
+	// "C01": shard 308
+	// "Redmond": shard 167
+}

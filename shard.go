@@ -94,9 +94,10 @@ func WithStoredLayout() ShardOption {
 // shard that its first primary key component hashes to (see ShardFor), and
 // so do its queued changes and the entries of its table's intra-partition
 // indexes. An index entry holds its record's primary key, so a read that
-// found it fetches the record from its shard directly, with no search. An
-// index table is itself sharded by its IndexSharding rule. The catalog and
-// the maintainers' leases lie on the first shard.
+// found it fetches the record from its shard directly, with no search; it
+// holds no shard number, which would tie every entry to the number of
+// shards. An index table is itself sharded by its IndexSharding rule. The
+// catalog and the maintainers' leases lie on the first shard.
 //
 // Its Atomicity is one shard (and, within a shard whose own scope is
 // partitioned, one partition): a write whose index entries lie on other
@@ -107,8 +108,23 @@ func WithStoredLayout() ShardOption {
 // any other scan queries every shard at once and merges their ordered
 // streams, with Limit and After applied across shards.
 //
+// Over two shards or more, as on any partitioned store, a unique index
+// must lead with the first primary key field, so that its entries lie on
+// their records' shards (a key is then unique among the records of one
+// value of that field); Open refuses any other with ErrInvalidSchema.
+//
 // The number of shards is fixed: a store reopened over a different number
-// of shards misplaces its keys. See the README on resharding.
+// of shards would misplace its keys, so OpenShardedStore refuses it.
+// Resharding is not built in. Jump Consistent Hash keeps a move small: from
+// N to N+1 shards only the keys that land on the new shard move (about
+// 1/(N+1) of the records and of the index entries), and from N to N-1 only
+// those of the last shard; removing any other shard moves most keys. An
+// offline move stops the writers and drains the queue, copies each key
+// whose shard differs under the new count to its new shard and deletes it
+// from the old, deletes every shard's layout record, then reopens the store
+// over the new shards and runs Verify. Moving online would take writes to
+// both placements, and reads that try the new shard, then the old, until
+// the copy ends.
 type ShardedStore struct {
 	shards []Store
 	parts  []func([]byte) []byte // each shard's own Partition, or nil
@@ -559,7 +575,12 @@ func (s *ShardedStore) Close() error {
 
 // Scan yields the entries of r in order. A range within one record, or
 // within one leading key of a ShardByLeadingKey index table, is one shard's
-// scan; any other is every shard's at once, merged.
+// scan; any other is every shard's at once, merged. A merged scan reads
+// each shard in pages: the first pages of all shards at once (64 entries,
+// or a shard's share of Limit and 8 more), then a shard's next page, twice
+// as large up to 1024, when the merge has used its last. No shard reads
+// more than Limit entries, and After resumes every shard after one key, so
+// a cursor (Table.FindPage) works across shards as on one store.
 func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
 	if err := s.check(ctx); err != nil {
 		return func(yield func(Entry, error) bool) { yield(Entry{}, err) }
