@@ -12,6 +12,14 @@
 // durable. Open takes the directory's lock: a second Open of a directory
 // that a store holds, in this process or another, fails with ErrLocked.
 //
+// A crash test checks what survives a crash: it runs a writer program on a
+// directory, with indexes of every strategy, synchronous and then
+// eventual, and kills it with SIGKILL at random moments, round after
+// round. After each kill it reopens the store, lets a maintainer catch up,
+// and checks that every acknowledged write is there with all its index
+// entries and that Verify finds no drift (cd pebblestore && go test -run
+// TestCrash -v .).
+//
 // The package lives in a module of its own, so that the indextable core
 // never depends on Pebble.
 package pebblestore
@@ -510,12 +518,14 @@ func step(it *pebble.Iterator, reverse bool) bool {
 	return it.Next()
 }
 
-// Apply applies b as one Pebble batch. It locks the stripes of b's keys,
-// checks every expectation, and commits the writes; a failed expectation
-// returns an error wrapping indextable.ErrConflict that names the key, and
-// nothing is written. The commit is durable unless the store was opened
-// with NoSync. A store opened read-only returns an error wrapping
-// ErrReadOnly for a batch that is not empty.
+// Apply applies b as one Pebble batch. It locks the stripes of b's keys
+// (256 locks, chosen by a hash of the key), checks every expectation, and
+// commits the writes; a failed expectation returns an error wrapping
+// indextable.ErrConflict that names the key, and nothing is written.
+// Batches on other stripes commit at the same time, and Pebble syncs them
+// together. The commit is durable unless the store was opened with NoSync.
+// A store opened read-only returns an error wrapping ErrReadOnly for a
+// batch that is not empty.
 func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	// A done context and a closed store come first, as the Store contract
 	// has them.
