@@ -7,6 +7,11 @@
 // Partition). The value is a binary property, split across several when it
 // is longer than one property holds.
 //
+// The encoding takes six bits to a character, one of "-", 0-9, A-Z, "_"
+// and a-z: characters allowed in keys, which sort alike in Azure's byte
+// order and Azurite's UTF-16 order. Encoded keys compare as the keys do,
+// prefixes included (a fuzz test checks it).
+//
 // A batch is one entity group transaction: one partition, at most 99
 // operations (the hundredth is the partition's guard, below) and 2 MiB of
 // keys and values, which is the store's Atomicity. Expectations are checked
@@ -363,6 +368,15 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 // batch that read the guard before it start again. Nor does one whose only
 // expectations are that keys it puts are absent: those puts are inserts,
 // which fail the transaction (ErrConflict) when a key exists.
+//
+// A batch that Atomicity does not allow is refused with
+// indextable.ErrInvalidBatch before it is sent: Azurite would apply some,
+// across partitions, that Azure refuses. The guard names the attempt that
+// wrote it, so a transaction whose answer was lost, and which the SDK sent
+// again, is known to have committed. A batch that others overtake in its
+// partition starts again after a jittered back-off, up to 32 times. The
+// ETag guards a partition, where Azure's transactions stop; records carry
+// the table's own versions (indextable.IfVersion).
 func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	if err := indextable.CheckBatch(b); err != nil {
 		return fmt.Errorf("azstore: %w", err)
@@ -548,7 +562,9 @@ func (s *Store) readGuard(ctx context.Context, pk string) (*guard, error) {
 
 // Atomicity is one partition (see Partition), at most 99 operations and
 // 2 MiB of keys and values; a key holds at most 383 bytes (its RowKey,
-// 512 characters), and a value 704 KiB.
+// 512 characters), and a value 704 KiB. A put of a key or value over
+// these limits is refused with indextable.ErrInvalidBatch, never
+// truncated.
 func (s *Store) Atomicity() indextable.Atomicity {
 	return indextable.Atomicity{Partition: Partition, MaxOps: maxOps, MaxBytes: maxBatchBytes,
 		MaxKeyBytes: maxKeyBytes, MaxValueBytes: maxValueBytes}
