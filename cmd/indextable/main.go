@@ -22,8 +22,17 @@
 //
 // The program that writes the store must have closed it: the store's lock
 // keeps a second process out. Only repair writes. Verify and repair decode
-// records with the layout each table keeps (indextable.VerifyTable), and
-// skip indexes with a Key func, which only the program can compute.
+// records with the record type each table keeps (indextable.VerifyTable),
+// and skip indexes with a Key func, which only the program can compute.
+//
+// For a store of 200 accounts whose active index holds two keys and whose
+// town index no query read, "indextable -table accounts -min-writes 100
+// advise DIR" prints:
+//
+//	table accounts
+//	INDEX   FINDING          WHY
+//	active  low-cardinality  2 distinct keys over 200 entries: an average key selects 50% of the 200 records
+//	town    unused           no query read it in 200 record writes, which wrote 200 of its entries
 //
 // A sharded store (indextable.ShardedStore over Pebble stores) is given as
 // the directories of all its shards, in order, each checked against the
