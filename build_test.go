@@ -13,6 +13,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/storetest"
 )
 
 // copyFacts copies the fact records of table people from src into a new
@@ -123,7 +124,7 @@ func testBuildUnderConcurrentWriters(t *testing.T, wrap func(*it.MemoryStore) it
 	for _, st := range statusOf(t, tbl) {
 		require.Equal(t, it.IndexReadable, st.State)
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	requireNoDrift(t, tbl)
 
 	fresh := wrap(it.NewMemoryStore())

@@ -11,6 +11,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/storetest"
 )
 
 func indexByName(name string) it.Index[person] {
@@ -218,14 +219,14 @@ func TestConsistencyChangeRebuilds(t *testing.T) {
 	tbl := openWith(t, s, town)
 	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R"})
 	require.NoError(t, err)
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	_, err = tbl.Update(ctx, person{ID: 1, Town: "S"})
 	require.NoError(t, err)
 
 	tbl = openWith(t, s, indexByName("town"))
 	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2, Placement: it.InterPartition}, statusOf(t, tbl)["town"])
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	checkIndex(t, tbl, map[int]person{1: {ID: 1, Town: "S"}}, "town", nil)
 	requireNoDrift(t, tbl)
 }
@@ -274,7 +275,7 @@ func TestMaintainerOfAnOlderSchemaStops(t *testing.T) {
 	_, err = old.ApplyPending(ctx, it.MaintainerOptions{})
 	require.ErrorIs(t, err, it.ErrInvalidSchema)
 	require.ErrorIs(t, old.RunMaintainer(ctx, it.MaintainerOptions{}), it.ErrInvalidSchema)
-	catchUp(t, current)
+	storetest.Drain(t, current)
 	require.Len(t, collect(t, current, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
 }
 
@@ -343,7 +344,7 @@ func TestDisableAndEnableBesideWrites(t *testing.T) {
 		close(stop)
 		require.NoError(t, <-switched)
 		require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
-		catchUp(t, tbl)
+		storetest.Drain(t, tbl)
 		requireNoDrift(t, tbl)
 		for _, name := range tc.indexes {
 			checkIndex(t, tbl, model, name, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/storetest"
 )
 
 // TestReplayedChangesAreHarmless puts change records back after they were
@@ -117,7 +118,7 @@ func TestApplyInStepsRacingASynchronousWrite(t *testing.T) {
 		_, err := tbl.Update(ctx, person{ID: 1, Tags: ten[:9]}) // fits: synchronous
 		require.NoError(t, err)
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	require.Empty(t, collect(t, tbl, it.Query{Index: "tags", Eq: it.Tuple{"j"}, Covered: true}))
 	requireNoDrift(t, tbl)
 }
@@ -135,7 +136,7 @@ func TestManyChangesOfOneRecordOnABoundedStore(t *testing.T) {
 		_, err = tbl.Upsert(ctx, person{ID: 2, Town: fmt.Sprint("T", i)})
 		require.NoError(t, err)
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	require.Equal(t, []person{{ID: 1, Town: "T14"}, {ID: 2, Town: "T14"}}, collect(t, tbl, it.Query{Index: "town"}))
 
 	// A change record that does not decode is logged and left.
@@ -174,7 +175,7 @@ func TestApplyInStepsUnderAByteBound(t *testing.T) {
 		lag, err := tbl.Lag(ctx)
 		require.NoError(t, err)
 		queued += lag.Pending
-		catchUp(t, tbl)
+		storetest.Drain(t, tbl)
 		requireNoDrift(t, tbl)
 	}
 	t.Logf("%d changes queued, %d writes refused", queued, refused)
@@ -219,7 +220,7 @@ func TestOldestChangesOfARecordGoFirst(t *testing.T) {
 			require.LessOrEqual(t, at, left, "a change was applied before an older one")
 		}
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	require.Equal(t, []person{{ID: 1, Town: "T14"}}, collect(t, tbl, it.Query{Index: "town"}))
 }
 
@@ -245,7 +246,7 @@ func TestOvertakenApplyInStepsTradesItsChangesForItsMarker(t *testing.T) {
 	for k := range queued {
 		require.False(t, now[k], "the change record stays")
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	require.Empty(t, collect(t, tbl, it.Query{Index: "tags", Eq: it.Tuple{"j"}, Covered: true}))
 	requireNoDrift(t, tbl)
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -168,25 +167,4 @@ func TestEventualUniqueIndexIsRefused(t *testing.T) {
 	}})
 	require.ErrorIs(t, err, it.ErrInvalidSchema)
 	assert.Contains(t, err.Error(), "must be Synchronous")
-}
-
-// catchUp applies the table's queue with passes of ApplyPending until it is
-// empty.
-func catchUp[T any](t testing.TB, tbl *it.Table[T]) {
-	t.Helper()
-	ctx := context.Background()
-	for range 100 {
-		_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
-		if errors.Is(err, it.ErrConflict) { // a crashed maintainer's lease
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		require.NoError(t, err)
-		lag, err := tbl.Lag(ctx)
-		require.NoError(t, err)
-		if lag.Pending == 0 {
-			return
-		}
-	}
-	t.Fatal("the queue does not drain")
 }

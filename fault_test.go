@@ -12,6 +12,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/storetest"
 )
 
 // faultStep is one step of the scripted run: a write, or (p.ID < 0) a
@@ -148,7 +149,7 @@ func TestFaultPoints(t *testing.T) {
 						// of the dead maintainers have expired.
 						expireLeases(t, inner)
 						tbl = open(inner)
-						catchUp(t, tbl)
+						storetest.Drain(t, tbl)
 						rep, err := tbl.Verify(ctx, it.VerifyOptions{})
 						require.NoError(t, err, name)
 						require.Zero(t, rep.Total(), "%s: %v", name, rep.Samples)

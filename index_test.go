@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/storetest"
 )
 
 // person is the record type of the model-based tests.
@@ -466,7 +467,7 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 			}
 			if !m.running {
 				if r.IntN(3) == 0 {
-					catchUp(t, tbl)
+					storetest.Drain(t, tbl)
 				} else {
 					m.start(1 + r.IntN(3))
 				}

@@ -10,6 +10,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/storetest"
 )
 
 // TestLeaseKeepsMaintainersApartOnBoundedStores: a second maintainer of the
@@ -21,7 +22,7 @@ func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy, Consistency: it.Eventual})
 	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R"})
 	require.NoError(t, err)
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	_, err = tbl.Update(ctx, person{ID: 1, Town: "S"})
 	require.NoError(t, err)
 	s.beforeMutations = func() {
@@ -33,7 +34,7 @@ func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 	}
 	_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
 	require.NoError(t, err)
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	require.Empty(t, collect(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"S"}}))
 	requireNoDrift(t, tbl)
 }
@@ -71,7 +72,7 @@ func TestLeaseKeepsOtherPartitioningsOut(t *testing.T) {
 		require.NoError(t, err, "the lease of the other partitioning is released")
 		require.Positive(t, n, "partition %d of 2", p)
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	requireNoDrift(t, tbl)
 }
 
@@ -116,7 +117,7 @@ func TestLapsedLeaseStopsTheMutations(t *testing.T) {
 	_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{LeaseTTL: ttl})
 	require.ErrorIs(t, err, it.ErrConflict)
 	assert.Contains(t, err.Error(), "lease")
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	require.Empty(t, collect(t, tbl, it.Query{Index: "tags", Eq: it.Tuple{"j"}, Covered: true}))
 	requireNoDrift(t, tbl)
 }

@@ -19,6 +19,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/storetest"
 )
 
 // TestMaintainerPartitions checks that each maintainer applies its own
@@ -401,7 +402,7 @@ func TestPassTakesWhatWasQueuedBeforeIt(t *testing.T) {
 	for k := range before {
 		require.False(t, now[k], "a change queued before the pass is left")
 	}
-	catchUp(t, writer)
+	storetest.Drain(t, writer)
 	requireNoDrift(t, writer)
 }
 

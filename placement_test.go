@@ -10,6 +10,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/storetest"
 )
 
 // film is partitioned by genre, as the movies of the pattern's figures.
@@ -117,7 +118,7 @@ func TestIntraPartitionIndexesCommitWithTheirRecord(t *testing.T) {
 	assert.Equal(t, []string{"Red Dust"}, find("year", "Sci-Fi", 2020))
 	assert.Empty(t, find("year", "Sci-Fi", 2019))
 
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	assert.Equal(t, []string{"Blue Moon"}, find("actor", "Ava Stone"))
 	report, err := tbl.Verify(ctx, it.VerifyOptions{})
 	require.NoError(t, err)
@@ -342,7 +343,7 @@ func TestIntraPartitionReadChecksOnlyItsPartitionsQueue(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tbl.Insert(ctx, film{Genre: "Drama", Title: "D", Year: 2000, Actors: []string{"Ava"}})
 	require.NoError(t, err)
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	for i := range 70 { // more changes than a read checks one by one
 		_, err := tbl.Insert(ctx, film{Genre: "Comedy", Title: fmt.Sprint(i), Year: 2000, Actors: []string{"Ben"}})
 		require.NoError(t, err)

@@ -197,7 +197,7 @@ func TestTownQueryTouchesOneIndexShard(t *testing.T) {
 						want = append([]string{c.ID}, want...) // by LastName
 					}
 				}
-				catchUp(t, tbl)
+				storetest.Drain(t, tbl)
 				for _, l := range logs {
 					l.reset()
 				}
@@ -420,7 +420,7 @@ func TestUniqueIndexOverShards(t *testing.T) {
 			}
 			require.NoError(t, tbl.Delete(ctx, it.Tuple{id}), "record %d", id)
 		}
-		catchUp(t, tbl)
+		storetest.Drain(t, tbl)
 		requireNoDrift(t, tbl)
 		n, err := tbl.Count(ctx, it.Query{Index: "town"})
 		require.NoError(t, err)
@@ -439,7 +439,7 @@ func TestDropOnShardsIsOneBatchPerShard(t *testing.T) {
 		_, err := tbl.Insert(ctx, person{ID: i, Town: fmt.Sprint(i)})
 		require.NoError(t, err)
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	applies := func() (n int64) {
 		for i := range s.Shards() {
 			n += s.Shard(i).(*countingstore.Store).Counts().Applies

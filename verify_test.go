@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/storetest"
 )
 
 func mustKey(t testing.TB, elems ...any) []byte {
@@ -97,7 +98,7 @@ func TestVerifySkipsQueuedChanges(t *testing.T) {
 	}
 	rep := requireNoDrift(t, tbl)
 	require.Equal(t, 5, rep.Pending)
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	rep = requireNoDrift(t, tbl)
 	require.Zero(t, rep.Pending)
 }
@@ -113,7 +114,7 @@ func TestVerifyIgnoresChangesQueuedDuringThePass(t *testing.T) {
 		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
 		require.NoError(t, err)
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	moved := false
 	rep, err := tbl.Verify(ctx, it.VerifyOptions{ChunkSize: 1, Progress: func(p it.VerifyProgress) {
 		if !moved {
@@ -225,7 +226,7 @@ func testRepairOnAPartitionedStore(t *testing.T, s it.Store) {
 		_, err := tbl.Insert(ctx, person{ID: i + 1, Town: town, Score: 10 * i})
 		require.NoError(t, err)
 	}
-	catchUp(t, tbl)
+	storetest.Drain(t, tbl)
 	var b it.Batch
 	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 9), nil) // dangling
 	require.NoError(t, s.Apply(ctx, &b))
@@ -268,7 +269,7 @@ func TestRepairLeavesAConcurrentWriteAlone(t *testing.T) {
 		tbl := openWith(t, s, indexByName("town"), indexByName("tags"))
 		_, err := tbl.Insert(ctx, person{ID: 1, Town: "R", Tags: []string{"a"}})
 		require.NoError(t, err)
-		catchUp(t, tbl)
+		storetest.Drain(t, tbl)
 		want := map[it.DriftKind]int{}
 		if drift {
 			var b it.Batch
@@ -286,7 +287,7 @@ func TestRepairLeavesAConcurrentWriteAlone(t *testing.T) {
 		}})
 		require.NoError(t, err)
 		require.Equal(t, want, rep.Drift, "drift %v: samples %v", drift, rep.Samples)
-		catchUp(t, tbl)
+		storetest.Drain(t, tbl)
 		requireNoDrift(t, tbl)
 	}
 }
