@@ -219,10 +219,10 @@ func TestCLIVerifyAndRepair(t *testing.T) {
 	require.Equal(t, 1, code, out)
 	assert.Contains(t, out, "table accounts: 200 records, 600 entries; no drift")
 	assert.Contains(t, out, "table items: not checked:")
-	assert.Contains(t, errs, "keeps no record layout")
+	assert.Contains(t, errs, "keeps no record type")
 }
 
-// pricedItem has a field with its own JSON encoding, which no layout can
+// pricedItem has a field with its own JSON encoding, which no record type can
 // stand for.
 type pricedItem struct {
 	ID    int
