@@ -6,7 +6,7 @@
 //
 //	func TestPebbleStore(t *testing.T) {
 //		storetest.TestStore(t, func(t *testing.T) indextable.Store {
-//			s, err := pebblestore.Open(t.TempDir())
+//			s, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
 //			if err != nil {
 //				t.Fatal(err)
 //			}
