@@ -133,26 +133,6 @@ func l16tags(prefix string, from, n int) []string {
 	return out
 }
 
-// l16drain applies the queue until nothing is pending, failing when a pass
-// applies nothing while changes wait.
-func l16drain[T any](t *testing.T, tbl *it.Table[T]) {
-	t.Helper()
-	ctx := context.Background()
-	for idle := 0; ; {
-		n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
-		require.NoError(t, err)
-		lag, err := tbl.Lag(ctx)
-		require.NoError(t, err)
-		if lag.Pending == 0 {
-			return
-		}
-		if n == 0 {
-			idle++
-			require.Less(t, idle, 3, "%d changes pending that no maintainer pass applies", lag.Pending)
-		}
-	}
-}
-
 var atMost = regexp.MustCompile(`at most (\d+) fit`)
 
 // l16fit returns the N of an error's "at most N fit".
@@ -230,7 +210,7 @@ func TestBuildAddsUniqueKeysPastADelete(t *testing.T) {
 	// Grow one at a time to the last key a delete can free.
 	rec = l16grow(t, tbl, rec)
 	t.Logf("the record holds %d unique keys", len(rec.Uniq))
-	l16drain(t, tbl)
+	storetest.Drain(t, tbl)
 
 	// Another unique index, built over the table.
 	schema.Indexes = append(schema.Indexes, it.Index[l16rec]{Name: "u", Fields: []string{"P", "U"}, Unique: true})
@@ -451,12 +431,12 @@ func TestRecordAtTheLimit(t *testing.T) {
 					_, err = tbl.Update(ctx, rec)
 					require.NoError(t, err, "update %d at the limit", i)
 				}
-				l16drain(t, tbl)
+				storetest.Drain(t, tbl)
 				got, err := tbl.Get(ctx, rec.P, rec.ID)
 				require.NoError(t, err)
 				require.Equal(t, rec.Data, got.Data)
 				require.NoError(t, tbl.Delete(ctx, it.Tuple{rec.P, rec.ID}))
-				l16drain(t, tbl)
+				storetest.Drain(t, tbl)
 				requireNoDrift(t, tbl)
 			})
 		}
@@ -541,7 +521,7 @@ func TestQueuedChangeMeetsANewIndex(t *testing.T) {
 	_, err = tbl2.Insert(ctx, l16rec{P: "p", ID: "2", B: rec.B})
 	require.ErrorIs(t, err, it.ErrInvalidKey, "the new index refuses such a key")
 
-	l16drain(t, tbl2)
+	storetest.Drain(t, tbl2)
 	n, err := tbl2.Count(ctx, it.Query{Index: "eb", Eq: it.Tuple{rec.B}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "index eb follows the acknowledged write")

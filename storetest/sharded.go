@@ -74,26 +74,36 @@ func TestShardedTable(t *testing.T, newShards func(t *testing.T) []indextable.St
 	}
 }
 
-// Drain applies tbl's queued changes until none is pending. A pass that
-// meets a lease another maintainer holds (one that crashed, say) is tried
-// again; Drain fails t if 100 passes do not empty the queue.
+// Drain applies tbl's queued changes until none is pending. It fails t
+// when the passes stop making progress: 3 in a row that apply nothing
+// while changes are pending, or 100 in a row that meet a lease another
+// maintainer holds (one that crashed, say: each is tried again a
+// millisecond later, so a short lease expires in between).
 func Drain[T any](t testing.TB, tbl *indextable.Table[T]) {
 	t.Helper()
 	ctx := context.Background()
-	for range 100 {
-		_, err := tbl.ApplyPending(ctx, indextable.MaintainerOptions{})
+	for idle, leased := 0, 0; ; {
+		n, err := tbl.ApplyPending(ctx, indextable.MaintainerOptions{})
 		if errors.Is(err, indextable.ErrConflict) {
+			leased++
+			require.Less(t, leased, 100, "the queue stays leased: %v", err)
 			time.Sleep(time.Millisecond)
 			continue
 		}
 		require.NoError(t, err)
+		leased = 0
 		lag, err := tbl.Lag(ctx)
 		require.NoError(t, err)
 		if lag.Pending == 0 {
 			return
 		}
+		if n > 0 {
+			idle = 0
+			continue
+		}
+		idle++
+		require.Less(t, idle, 3, "%d changes pending that no maintainer pass applies", lag.Pending)
 	}
-	t.Fatal("the queue does not drain in 100 passes")
 }
 
 // shardOpenStore opens a ShardedStore of shards under rule, which the test
