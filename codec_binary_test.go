@@ -1126,3 +1126,54 @@ func TestBinaryCodecMapsEncodeAlike(t *testing.T) {
 	require.NoError(t, c.Unmarshal(first, &back))
 	require.Equal(t, m, back.M)
 }
+
+// codecCustomer is the record of the benchmarks: strings, as most records
+// are.
+type codecCustomer struct{ ID, FirstName, LastName, Town, Email, Phone string }
+
+// BenchmarkBinaryCodec encodes into a reused buffer and decodes into a
+// fresh value, as a table does: a record of strings, one of small
+// integers, and one of every kind; compile is a first use of a type.
+func BenchmarkBinaryCodec(b *testing.B) {
+	customer := codecCustomer{"C000042", "Ada", "Lovelace", "Redmond", "ada@example.com", "+1 425 555 0100"}
+	ints := codecSmallInts{-128, 255, -32768, 65535, -7, 70000}
+	rich := codecRichCases()[3].v // mixed
+	for _, tc := range []struct {
+		name string
+		v    any
+		into func() any
+	}{
+		{"customer", &customer, func() any { return new(codecCustomer) }},
+		{"ints", &ints, func() any { return new(codecSmallInts) }},
+		{"rich", &rich, func() any { return new(codecRich) }},
+	} {
+		c := &indextable.BinaryCodec{}
+		data, err := c.Marshal(tc.v)
+		require.NoError(b, err)
+		b.Run("marshal/"+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 4096)
+			for range b.N {
+				if buf, err = c.AppendMarshal(buf[:0], tc.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("unmarshal/"+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if err := c.Unmarshal(data, tc.into()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("compile/rich", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := (&indextable.BinaryCodec{}).Marshal(codecRich{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
