@@ -508,7 +508,7 @@ func TestBinaryCodecRecursiveThroughSliceOrMap(t *testing.T) {
 				if len(s) > 600 {
 					s = s[:600] + "…"
 				}
-				t.Errorf("BUG in codec.go: %s of a type recursive through a slice or map (case %q) should fail with ErrCodec, not recurse forever; the child process printed:\n%s", map[bool]string{true: "decoding", false: "encoding"}[which == "slice decode"], which, s)
+				t.Errorf("BUG in codec_binary.go: %s of a type recursive through a slice or map (case %q) should fail with ErrCodec, not recurse forever; the child process printed:\n%s", map[bool]string{true: "decoding", false: "encoding"}[which == "slice decode"], which, s)
 			}
 		})
 	}
