@@ -13,19 +13,7 @@ import (
 	"time"
 )
 
-// Wire format: each element is a type code followed by a body. Codes are
-// ordered by type, so bytes.Compare on encodings orders by type first. No
-// code is 0xFF.
-//
-//	0x00       nil
-//	0x01       []byte: body with 0x00 escaped as 0x00 0xFF, then 0x00
-//	0x02       string: as []byte
-//	0x0C..0x13 negative integer: one's complement of the magnitude, 8..1 bytes
-//	0x14       zero
-//	0x15..0x1C positive integer: 1..8 big-endian bytes, no leading zero
-//	0x21       float64: 8 bytes, sign bit flipped (positive) or all bits flipped (negative)
-//	0x26, 0x27 false, true
-//	0x30       time.Time: Unix seconds (8 bytes, sign bit flipped), then nanoseconds (4 bytes)
+// The type codes, an element's first byte; AppendTuple gives the format.
 const (
 	codeNil     = 0x00
 	codeBytes   = 0x01
@@ -37,7 +25,9 @@ const (
 	codeFalse   = 0x26
 	codeTrue    = 0x27
 	codeTime    = 0x30
+)
 
+const (
 	signBit      = 1 << 63
 	canonicalNaN = 0x7FF8000000000000 // the quiet NaN every NaN encodes as
 )
@@ -51,6 +41,41 @@ var ErrMalformedKey = errors.New("indextable: malformed key")
 // AppendTuple appends the encoding of each element to dst. The result
 // sorts, under bytes.Compare, as the tuple does under CompareTuples. On
 // error dst is returned with its original length.
+//
+// Each element is a type code, one byte, followed by a body:
+//
+//	0x00       nil
+//	0x01       []byte: body with 0x00 escaped as 0x00 0xFF, then 0x00
+//	0x02       string: as []byte
+//	0x0C..0x13 negative integer: one's complement of the magnitude, 8..1 bytes
+//	0x14       zero
+//	0x15..0x1C positive integer: 1..8 big-endian bytes, no leading zero
+//	0x21       float64: 8 bytes, sign bit flipped (positive) or all bits flipped (negative)
+//	0x26, 0x27 false, true
+//	0x30       time.Time: Unix seconds (8 bytes, sign bit flipped), then nanoseconds (4 bytes)
+//
+// Encodings sort as their tuples because:
+//
+//   - The codes are in the order in which CompareTuples ranks types, so
+//     elements of two types compare by their first byte.
+//   - Within a type, bodies sort as values. An integer's code holds its
+//     sign and its length in bytes, which its shortest form ties to its
+//     magnitude: negative integers of more bytes come first, positive ones
+//     of more bytes last, and bodies of one length sort as their values
+//     (the one's complement reverses magnitudes). The flipped bits make
+//     floats and times sort as unsigned integers do.
+//   - Each element ends where its code and body say, so two encodings first
+//     differ where their tuples do, and a tuple's encoding is a prefix of
+//     its extensions', which sort after it. The end of a byte string, 0x00
+//     followed by anything but 0xFF, sorts below any byte that continues a
+//     longer one, an escaped 0x00 (0x00 0xFF) included, as no code is 0xFF.
+//
+// And as no code is 0xFF, a tuple's encoding followed by 0xFF sorts after
+// the encodings of all its extensions: the end of a prefix's range.
+//
+// Equal values encode alike: integers of every Go type by value, -0 as
+// +0, and every NaN as one quiet NaN, which sorts after +Inf. DecodeTuple
+// accepts these canonical encodings only.
 func AppendTuple(dst []byte, elems ...any) ([]byte, error) {
 	n := len(dst)
 	for i, v := range elems {
@@ -527,8 +552,8 @@ func decodeKeyInto(s string, b []byte, off int, dst reflect.Value) (int, error) 
 // prefix of. Elements order first by type (nil, byte strings, strings,
 // integers, floats, booleans, times), then by value: integers of all Go
 // types by numeric value, floats as Go compares them (-0 equals +0) but
-// with every NaN equal and above +Inf, false before true, times chronologically. It panics on
-// an element of an unsupported type.
+// with every NaN equal and above +Inf, false before true, times
+// chronologically. It panics on an element of an unsupported type.
 func CompareTuples(a, b Tuple) int {
 	for i := range min(len(a), len(b)) {
 		if c := compareElements(a[i], b[i]); c != 0 {
