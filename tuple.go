@@ -510,25 +510,7 @@ func decodeKeyInto(s string, b []byte, off int, dst reflect.Value) (int, error) 
 	case c == codeBytes && k == reflect.Slice:
 		dst.SetBytes(unescape(body[:len(body)-1]))
 	case c >= codeIntMin && c <= codeIntMax:
-		neg, mag := intValue(c, body)
-		switch {
-		case dst.CanInt() && (neg && mag <= signBit || !neg && mag < signBit):
-			x := int64(mag)
-			if neg {
-				x = -x
-			}
-			ok = !dst.OverflowInt(x)
-			if ok {
-				dst.SetInt(x)
-			}
-		case dst.CanUint() && !neg:
-			ok = !dst.OverflowUint(mag)
-			if ok {
-				dst.SetUint(mag)
-			}
-		default:
-			ok = false
-		}
+		ok = setKeyInt(dst, c, body)
 	case c == codeFloat && dst.CanFloat():
 		dst.SetFloat(floatFromKey(binary.BigEndian.Uint64(body)))
 	case (c == codeFalse || c == codeTrue) && k == reflect.Bool:
@@ -545,6 +527,32 @@ func decodeKeyInto(s string, b []byte, off int, dst reflect.Value) (int, error) 
 		return 0, fmt.Errorf("%w: at offset %d: element cannot be stored in a field of type %s", ErrMalformedKey, off, dst.Type())
 	}
 	return n, nil
+}
+
+// setKeyInt stores in dst, a settable value, the integer of type code c
+// and body, and reports whether dst's type holds it: a negative integer
+// needs a signed one.
+func setKeyInt(dst reflect.Value, c byte, body []byte) bool {
+	neg, mag := intValue(c, body)
+	switch {
+	case dst.CanInt() && (neg && mag <= signBit || !neg && mag < signBit):
+		x := int64(mag)
+		if neg {
+			x = -x
+		}
+		if dst.OverflowInt(x) {
+			return false
+		}
+		dst.SetInt(x)
+		return true
+	case dst.CanUint() && !neg:
+		if dst.OverflowUint(mag) {
+			return false
+		}
+		dst.SetUint(mag)
+		return true
+	}
+	return false
 }
 
 // CompareTuples compares two tuples in key order, returning -1, 0 or +1:
