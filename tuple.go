@@ -414,8 +414,8 @@ func elemLen(b []byte, off int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if f := floatFromKey(binary.BigEndian.Uint64(body)); math.IsNaN(f) && math.Float64bits(f) != canonicalNaN {
-			return 0, malformed(off, "non-canonical NaN")
+		if why := nonCanonicalFloat(binary.BigEndian.Uint64(body)); why != "" {
+			return 0, malformed(off, "%s", why)
 		}
 		return 9, nil
 	case c == codeTime:
@@ -430,6 +430,18 @@ func elemLen(b []byte, off int) (int, error) {
 	default:
 		return 0, malformed(off, "unknown type code 0x%02x", c)
 	}
+}
+
+// nonCanonicalFloat says why u, the body of a float element, is not one
+// appendFloat writes, or returns "" if it is.
+func nonCanonicalFloat(u uint64) string {
+	switch f := floatFromKey(u); {
+	case math.IsNaN(f) && math.Float64bits(f) != canonicalNaN:
+		return "non-canonical NaN"
+	case f == 0 && math.Signbit(f):
+		return "negative zero, which encodes as zero"
+	}
+	return ""
 }
 
 func malformed(off int, format string, args ...any) error {

@@ -242,6 +242,7 @@ func TestMalformed(t *testing.T) {
 		{"NaN payload", "21 FFF8000000000001"},
 		{"negative NaN", "21 0007FFFFFFFFFFFF"},
 		{"signalling NaN", "21 FFF0000000000001"},
+		{"float negative zero", "21 7FFFFFFFFFFFFFFF"},
 		{"time truncated", "30 8000000000000000 000000"},
 		{"time nanos too big", "30 8000000000000000 3B9ACA00"},
 	}
@@ -537,7 +538,7 @@ func FuzzDecodeTuple(f *testing.F) {
 		b, _ := EncodeTuple(v, "x\x00", -3)
 		f.Add(b)
 	}
-	for _, s := range []string{"", "03", "0261", "1500", "13FF", "0C7FFFFFFFFFFFFFFE", "21FFF8000000000001", "3080000000000000003B9ACA00"} {
+	for _, s := range []string{"", "03", "0261", "1500", "13FF", "0C7FFFFFFFFFFFFFFE", "21FFF8000000000001", "217FFFFFFFFFFFFFFF", "3080000000000000003B9ACA00"} {
 		b, err := hex.DecodeString(s)
 		if err != nil {
 			f.Fatal(err)
