@@ -1,10 +1,8 @@
 package indextable
 
 import (
-	"encoding/binary"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 )
 
@@ -102,106 +100,6 @@ func (f *field) settable(rv reflect.Value) reflect.Value {
 		v = v.Field(i)
 	}
 	return v
-}
-
-// appendKeyValue appends the tuple element encoding of v, a value of a
-// keyType.
-func appendKeyValue(dst []byte, v reflect.Value) []byte {
-	switch v.Kind() {
-	case reflect.String:
-		return appendString(dst, v.String())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return appendInt(dst, v.Int())
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return appendUint(dst, v.Uint())
-	case reflect.Float32, reflect.Float64:
-		return appendFloat(dst, v.Float())
-	case reflect.Bool:
-		return appendBool(dst, v.Bool())
-	case reflect.Slice:
-		return appendBytes(dst, v.Bytes())
-	case reflect.Pointer:
-		if v.IsNil() {
-			return appendNil(dst)
-		}
-		return appendKeyValue(dst, v.Elem())
-	case reflect.Struct:
-		if v.CanAddr() {
-			return appendTime(dst, *(*time.Time)(v.Addr().UnsafePointer()))
-		}
-		return appendTime(dst, v.Interface().(time.Time))
-	}
-	return appendNil(dst) // unreachable for a keyType
-}
-
-// decodeKeyInto decodes the tuple element at b[off:] into dst, a settable
-// value of a keyType, and returns the element's length. b is a read-only
-// view of s: a string element without escapes is cut from s rather than
-// copied.
-func decodeKeyInto(s string, b []byte, off int, dst reflect.Value) (int, error) {
-	n, err := elemLen(b, off)
-	if err != nil {
-		return 0, err
-	}
-	c, body := b[off], b[off+1:off+n]
-	if dst.Kind() == reflect.Pointer {
-		if c == codeNil {
-			dst.SetZero()
-			return n, nil
-		}
-		p := reflect.New(dst.Type().Elem())
-		if _, err := decodeKeyInto(s, b, off, p.Elem()); err != nil {
-			return 0, err
-		}
-		dst.Set(p)
-		return n, nil
-	}
-	ok := true
-	switch k := dst.Kind(); {
-	case c == codeString && k == reflect.String:
-		str := s[off+1 : off+n-1]
-		if strings.IndexByte(str, 0) >= 0 {
-			str = string(unescape(body[:len(body)-1]))
-		}
-		dst.SetString(str)
-	case c == codeBytes && k == reflect.Slice:
-		dst.SetBytes(unescape(body[:len(body)-1]))
-	case c >= codeIntMin && c <= codeIntMax:
-		neg, mag := intValue(c, body)
-		switch {
-		case dst.CanInt() && (neg && mag <= signBit || !neg && mag < signBit):
-			x := int64(mag)
-			if neg {
-				x = -x
-			}
-			ok = !dst.OverflowInt(x)
-			if ok {
-				dst.SetInt(x)
-			}
-		case dst.CanUint() && !neg:
-			ok = !dst.OverflowUint(mag)
-			if ok {
-				dst.SetUint(mag)
-			}
-		default:
-			ok = false
-		}
-	case c == codeFloat && dst.CanFloat():
-		dst.SetFloat(floatFromKey(binary.BigEndian.Uint64(body)))
-	case (c == codeFalse || c == codeTrue) && k == reflect.Bool:
-		dst.SetBool(c == codeTrue)
-	case c == codeTime && dst.Type() == timeType && dst.CanAddr():
-		sec := int64(binary.BigEndian.Uint64(body) ^ signBit)
-		*(*time.Time)(dst.Addr().UnsafePointer()) = time.Unix(sec, int64(binary.BigEndian.Uint32(body[8:]))).UTC()
-	case c == codeNil:
-		dst.SetZero()
-	default:
-		ok = false
-	}
-	if !ok {
-		return 0, fmt.Errorf("%w: at offset %d: element cannot be stored in a field of type %s", ErrMalformedKey, off, dst.Type())
-	}
-	return n, nil
 }
 
 // kindClass groups Go kinds by the tuple element type they encode to, so a
