@@ -24,9 +24,9 @@ import (
 // A type that contains itself (a tree of nodes, say) is refused with
 // ErrCodec.
 //
-// Being positional, it ties stored records to the layout of their type:
-// each value starts with a fingerprint of the layout (field names and
-// kinds), and decoding bytes written under another layout fails with
+// Being positional, it ties stored records to the shape of their type:
+// each value starts with a fingerprint of the shape (field names and
+// kinds), and decoding bytes written under another shape fails with
 // ErrCodec rather than misread them. Changing a record type therefore
 // means rewriting its table; use JSONCodec where types evolve in place.
 //
@@ -103,7 +103,7 @@ func (c *BinaryCodec) unmarshalString(data string, v any) error {
 // strings are cut from data.
 func (p *binaryPlan) decode(data string, v reflect.Value) error {
 	if len(data) < 4 || uint32(data[0])<<24|uint32(data[1])<<16|uint32(data[2])<<8|uint32(data[3]) != p.fingerprint {
-		return fmt.Errorf("%w: the bytes were not encoded for the current layout of %s", ErrCodec, v.Type())
+		return fmt.Errorf("%w: the bytes were not encoded for the current shape of %s", ErrCodec, v.Type())
 	}
 	d, err := p.dec(binaryDecoder{s: data, off: 4}, v)
 	if err != nil {
@@ -121,7 +121,7 @@ func (c *BinaryCodec) plan(t reflect.Type) (*binaryPlan, error) {
 		return p.(*binaryPlan), nil
 	}
 	h := fnv.New32a()
-	enc, dec, err := (&binaryCompiler{layout: h, visiting: map[reflect.Type]bool{}}).compile(t)
+	enc, dec, err := (&binaryCompiler{shape: h, visiting: map[reflect.Type]bool{}}).compile(t)
 	if err != nil {
 		return nil, err
 	}
@@ -140,9 +140,9 @@ func (c *BinaryCodec) plan(t reflect.Type) (*binaryPlan, error) {
 // the calls within a closure of an inlined function (golang/go#81380):
 // encoding a map, for one, then allocated its iterator.
 type binaryCompiler struct {
-	// layout is written what the fingerprint hashes: each type's kind, an
+	// shape is written what the fingerprint hashes: each type's kind, an
 	// array's length and the names of a struct's exported fields.
-	layout io.Writer
+	shape io.Writer
 	// visiting holds the types being compiled, to refuse a type that
 	// contains itself.
 	visiting map[reflect.Type]bool
@@ -150,7 +150,7 @@ type binaryCompiler struct {
 
 // compile returns the encoder and decoder of t.
 func (c *binaryCompiler) compile(t reflect.Type) (encFn, decFn, error) {
-	fmt.Fprintf(c.layout, "%s;", t.Kind())
+	fmt.Fprintf(c.shape, "%s;", t.Kind())
 	if t == timeType {
 		return encTime, decTime, nil
 	}
@@ -372,7 +372,7 @@ func (c *binaryCompiler) compileArray(t reflect.Type) (encFn, decFn, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(c.layout, "%d;", t.Len())
+	fmt.Fprintf(c.shape, "%d;", t.Len())
 	enc := func(dst []byte, v reflect.Value) ([]byte, error) {
 		return encElems(dst, v, elemEnc)
 	}
@@ -528,14 +528,14 @@ func (c *binaryCompiler) compileStruct(t reflect.Type) (encFn, decFn, error) {
 		if !sf.IsExported() {
 			continue
 		}
-		fmt.Fprintf(c.layout, "%s:", sf.Name)
+		fmt.Fprintf(c.shape, "%s:", sf.Name)
 		enc, dec, err := c.compile(sf.Type)
 		if err != nil {
 			return nil, nil, wrapErrorf(ErrCodec, err, "field %s", sf.Name)
 		}
 		fields = append(fields, binaryField{i, sf.Offset, sf.Type.Kind() == reflect.String, enc, dec})
 	}
-	c.layout.Write([]byte("}"))
+	c.shape.Write([]byte("}"))
 	return structEncoder(fields), structDecoder(fields), nil
 }
 

@@ -613,7 +613,7 @@ func TestBinaryCodecFingerprint(t *testing.T) {
 		require.ErrorIs(t, c.Unmarshal(i, new(int32)), indextable.ErrCodec)
 	})
 
-	t.Run("compatible layout decodes", func(t *testing.T) {
+	t.Run("compatible shape decodes", func(t *testing.T) {
 		var got codecLayoutSame
 		require.NoError(t, c.Unmarshal(data, &got))
 		require.Equal(t, codecLayoutSame{Name: "ann", Age: 3}, got)

@@ -186,6 +186,6 @@
 // queue are in queue.go; maintainer.go applies the queue, a record's
 // changes at a time (changegroup.go), under leases (lease.go). keys.go
 // builds every stored key; catalog.go, build.go and verify.go run an
-// index's lifecycle; query.go reads; tuple encoding is in tuple.go and the
-// codecs in codec.go.
+// index's lifecycle; query.go reads; tuple encoding is in tuple.go, the codecs in
+// codec.go and codec_binary.go.
 package indextable

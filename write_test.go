@@ -62,7 +62,7 @@ func storeDump(t testing.TB, s it.Store) map[string]string {
 	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
 		require.NoError(t, err)
 		if k, err := it.DecodeTuple(e.Key); err == nil && len(k) >= 2 && slices.Contains([]any{int64(2), int64(4), int64(6), int64(7)}, k[1]) {
-			continue // the catalog, the maintainers' leases, the usage totals, the record layout
+			continue // the catalog, the maintainers' leases, the usage totals, the record type
 		}
 		out[string(e.Key)] = string(e.Value)
 	}
