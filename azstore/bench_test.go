@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/azstore/azuritetest"
 )
 
 // BenchmarkAzurite measures tables on Azure Table storage through Azurite:
@@ -62,7 +63,7 @@ import (
 // the benchmark share the machine's cores, so other load skews the
 // results.
 func BenchmarkAzurite(b *testing.B) {
-	conn := azurite(b)
+	conn := azuritetest.Connection(b)
 	benchWarmUp(b, conn)
 	// write/fact-only's ns/op in its runs of the most iterations.
 	var factOnly struct {
@@ -260,7 +261,7 @@ func (c *countingTransport) Do(req *http.Request) (*http.Response, error) {
 // and its request counter.
 func benchOpen(b *testing.B, conn string, sc benchSchema) (*indextable.Table[benchMovie], *atomic.Int64) {
 	b.Helper()
-	return benchOpenIn(b, conn, freshTable(b, conn), sc)
+	return benchOpenIn(b, conn, azuritetest.FreshTable(b, conn, "t"), sc)
 }
 
 // benchOpenIn is benchOpen on the Azure table name.

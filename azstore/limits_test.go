@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/azstore/azuritetest"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ import (
 // ShardedStore of four (storetest.TestLimits): what is acknowledged is
 // indexed, what is refused changed nothing, every record can be deleted.
 func TestLimitsOnAzure(t *testing.T) {
-	conn := azurite(t)
+	conn := azuritetest.Connection(t)
 	t.Run("table", func(t *testing.T) {
 		storetest.TestLimits(t, openFresh(t, conn), storetest.LimitsOptions{Steps: 150})
 	})
@@ -41,7 +42,7 @@ type irec struct {
 // nothing is written or queued.
 func TestRefusedUpFrontOnAzure(t *testing.T) {
 	ctx := context.Background()
-	conn := azurite(t)
+	conn := azuritetest.Connection(t)
 	long := func(n int) string { return strings.Repeat("y", n) }
 	for _, tc := range []struct {
 		name    string
@@ -81,7 +82,7 @@ func TestRefusedUpFrontOnAzure(t *testing.T) {
 // deleted, and one byte more is refused. README's Azure limits are these.
 func TestLimitsMeasured(t *testing.T) {
 	ctx := context.Background()
-	conn := azurite(t)
+	conn := azuritetest.Connection(t)
 	tbl, err := indextable.Open(ctx, openFresh(t, conn), indextable.Schema[irec]{Name: "t", PrimaryKey: []string{"P", "ID"},
 		Codec: &indextable.BinaryCodec{}, Indexes: []indextable.Index[irec]{
 			{Name: "b", Fields: []string{"B"}},

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/azstore/azuritetest"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 // reopens: 60 customers, not 200, as each read of a table is a request to
 // Azurite.
 func TestShardedOnAzure(t *testing.T) {
-	conn := azurite(t)
+	conn := azuritetest.Connection(t)
 	t.Run("conformance", func(t *testing.T) {
 		storetest.TestStore(t, func(t *testing.T) indextable.Store {
 			s, err := indextable.OpenShardedStore(context.Background(), []indextable.Store{
@@ -29,7 +30,7 @@ func TestShardedOnAzure(t *testing.T) {
 		storetest.TestShardedTable(t, func(t *testing.T) []indextable.Store {
 			return []indextable.Store{openFresh(t, conn), openFresh(t, conn), indextable.NewMemoryStore()}
 		}, storetest.ShardedTableOptions{Records: 60, Reopen: func(t *testing.T) func() []indextable.Store {
-			tables := []string{freshTable(t, conn), freshTable(t, conn), freshTable(t, conn)}
+			tables := []string{azuritetest.FreshTable(t, conn, "t"), azuritetest.FreshTable(t, conn, "t"), azuritetest.FreshTable(t, conn, "t")}
 			return func() []indextable.Store {
 				shards := make([]indextable.Store, len(tables))
 				for i, name := range tables {

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,44 +17,15 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore"
+	"github.com/indextable/indextable/azstore/azuritetest"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
 
-// azurite returns the connection string of the Azurite that scripts/azurite
-// started, or skips the test when there is none (and fails it when
-// INDEXTABLE_REQUIRE_AZURITE is set, as in CI).
-func azurite(t testing.TB) string {
-	t.Helper()
-	conn := os.Getenv("INDEXTABLE_AZURITE")
-	if conn == "" {
-		if os.Getenv("INDEXTABLE_REQUIRE_AZURITE") != "" {
-			t.Fatal("INDEXTABLE_AZURITE is not set, and INDEXTABLE_REQUIRE_AZURITE is")
-		}
-		t.Skip("no Azurite: run `make azurite`, or `scripts/azurite go test ./azstore/...`")
-	}
-	return conn
-}
-
 // openFresh opens a store on a new table, which the test deletes at the end.
 func openFresh(t testing.TB, conn string) *azstore.Store {
 	t.Helper()
-	return openTable(t, conn, freshTable(t, conn), nil)
-}
-
-// freshTable names a new table and deletes it at the end of the test.
-func freshTable(t testing.TB, conn string) string {
-	name := fmt.Sprintf("t%016x", rand.Uint64())
-	t.Cleanup(func() {
-		svc, err := aztables.NewServiceClientFromConnectionString(conn, nil)
-		if err == nil {
-			_, err = svc.DeleteTable(context.Background(), name, nil)
-		}
-		if err != nil && !strings.Contains(err.Error(), "TableNotFound") {
-			t.Errorf("deleting table %s: %v", name, err)
-		}
-	})
-	return name
+	return openTable(t, conn, azuritetest.FreshTable(t, conn, "t"), nil)
 }
 
 func openTable(t testing.TB, conn, name string, client *aztables.ClientOptions) *azstore.Store {
@@ -67,7 +36,7 @@ func openTable(t testing.TB, conn, name string, client *aztables.ClientOptions) 
 }
 
 func TestConformance(t *testing.T) {
-	conn := azurite(t)
+	conn := azuritetest.Connection(t)
 	storetest.TestStore(t, func(t *testing.T) indextable.Store { return openFresh(t, conn) })
 }
 
@@ -76,7 +45,7 @@ func TestConformance(t *testing.T) {
 // batch across partitions is refused, and nothing of the batch is written.
 func TestLimits(t *testing.T) {
 	ctx := context.Background()
-	s := openFresh(t, azurite(t))
+	s := openFresh(t, azuritetest.Connection(t))
 	big := bytes.Repeat([]byte("0123456789abcdef"), 200<<10/16) // 200 KiB: four properties
 	var b indextable.Batch
 	b.Put([]byte("k1"), big)
@@ -139,8 +108,8 @@ func (tr *transport) Do(req *http.Request) (*http.Response, error) {
 
 func openWith(t *testing.T, tr *transport) *azstore.Store {
 	t.Helper()
-	conn := azurite(t)
-	return openTable(t, conn, freshTable(t, conn), &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Transport: tr}})
+	conn := azuritetest.Connection(t)
+	return openTable(t, conn, azuritetest.FreshTable(t, conn, "t"), &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Transport: tr}})
 }
 
 // TestLostAnswer: a transaction that committed, whose answer was lost and
@@ -222,7 +191,7 @@ func TestHotPartition(t *testing.T) {
 // element, or that hold a NUL inside a string, scan in order and whole.
 func TestKeysBeyondTuples(t *testing.T) {
 	ctx := context.Background()
-	s := openFresh(t, azurite(t))
+	s := openFresh(t, azuritetest.Connection(t))
 	tuple := func(elems ...any) []byte {
 		k, err := indextable.EncodeTuple(elems...)
 		require.NoError(t, err)
@@ -257,7 +226,7 @@ func TestKeysBeyondTuples(t *testing.T) {
 // deleting it, succeeds; expecting a value of it is a conflict.
 func TestLongKeys(t *testing.T) {
 	ctx := context.Background()
-	s := openFresh(t, azurite(t))
+	s := openFresh(t, azuritetest.Connection(t))
 	long, err := indextable.EncodeTuple("t", int64(0), strings.Repeat("x", 600))
 	require.NoError(t, err)
 	var b indextable.Batch

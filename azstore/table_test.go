@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/azstore/azuritetest"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ type movie struct {
 // query agrees with the map and Verify finds nothing.
 func TestTableOnAzure(t *testing.T) {
 	ctx := context.Background()
-	s := openFresh(t, azurite(t))
+	s := openFresh(t, azuritetest.Connection(t))
 	model := map[string]movie{}
 	tbl, err := indextable.Open(ctx, s, indextable.Schema[movie]{
 		Name:       "movies",
@@ -125,7 +126,7 @@ func TestTableOnAzure(t *testing.T) {
 // Repair puts back an entry of each that went missing.
 func TestBuildOnAzure(t *testing.T) {
 	ctx := context.Background()
-	s := openFresh(t, azurite(t))
+	s := openFresh(t, azuritetest.Connection(t))
 	schema := indextable.Schema[movie]{Name: "movies", PrimaryKey: []string{"Genre", "Title"}}
 	plain, err := indextable.Open(ctx, s, schema)
 	require.NoError(t, err)

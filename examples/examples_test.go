@@ -1,16 +1,13 @@
 package examples_test
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/indextable/indextable/azstore/azuritetest"
 	"github.com/indextable/indextable/pebblestore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,18 +102,12 @@ var (
 // the index tables and what reads and writes cost, and the second finds
 // the first run's movies.
 func TestMoviesOnAzurite(t *testing.T) {
-	conn := os.Getenv("INDEXTABLE_AZURITE")
-	if conn == "" {
-		if os.Getenv("INDEXTABLE_REQUIRE_AZURITE") != "" {
-			t.Fatal("INDEXTABLE_AZURITE is not set, and INDEXTABLE_REQUIRE_AZURITE is")
-		}
-		t.Skip("no Azurite: run `scripts/azurite go test ./examples/...`")
-	}
+	conn := azuritetest.Connection(t)
 	if testing.Short() {
 		t.Skip("builds and runs the movies example")
 	}
 	bin := build(t, "movies")
-	table := freshTable(t, conn)
+	table := azuritetest.FreshTable(t, conn, "movies")
 	dir := t.TempDir()
 	for i, want := range [][]string{moviesFirst, moviesSecond} {
 		azure := run(t, bin, []string{"INDEXTABLE_AZURE_CONNECTION=" + conn, "INDEXTABLE_AZURE_TABLE=" + table})
@@ -137,21 +128,6 @@ func TestPebbleAndAzure(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "-pebble and -azure exclude each other")
-}
-
-// freshTable names a new Azure table, which the test deletes at the end.
-func freshTable(t *testing.T, conn string) string {
-	name := fmt.Sprintf("movies%016x", rand.Uint64())
-	t.Cleanup(func() {
-		svc, err := aztables.NewServiceClientFromConnectionString(conn, nil)
-		if err == nil {
-			_, err = svc.DeleteTable(context.Background(), name, nil)
-		}
-		if err != nil && !strings.Contains(err.Error(), "TableNotFound") {
-			t.Errorf("deleting table %s: %v", name, err)
-		}
-	})
-	return name
 }
 
 // storeNeutral returns the lines of an example's output that do not
