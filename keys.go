@@ -9,19 +9,20 @@ import (
 // key a table writes is a tuple (see AppendTuple) that starts with the
 // table's name and its space:
 //
-//	space            key elements after (name, space)       value
-//	0 records        primary key components                 version, record
-//	1 index entries  index, generation, entry key [, pk]    pk and payload
-//	2 catalog        index name                             catalogEntry
-//	3 queue          primary key components, change ID      change record
-//	4 leases         [Partitions, Partition]                partition count, lease
-//	5 intra entries  as 1, for IntraPartition indexes        as 1
-//	6 usage          (none)                                 usage totals
-//	7 record type    (none)                                 codec, type, primary key
+//	space            key elements after (name, space)      value
+//	0 records        primary key components                version, then the record
+//	1 index entries  index name, generation, entry key     the strategy's payload
+//	2 catalog        index name                            the index's definition, state
+//	3 queue          primary key components, change ID     when, scope, the record before
+//	4 leases         none: the partitioning record         Partitions, its last expiry
+//	                 Partitions, Partition: a lease        owner, expiry
+//	5 intra entries  as 1, for IntraPartition indexes      as 1
+//	6 usage          none                                  usage totals
+//	7 record type    none                                  codec, type descriptor, primary key
 //
 // An index entry key is the entry's key fields, then, unless the index is
-// unique, the primary key components (a unique entry holds them in its
-// value). The entry key of an IntraPartition index starts with the
+// unique, the primary key components (a unique entry's value starts with
+// them). The entry key of an IntraPartition index starts with the
 // record's first primary key component, like the record's own key and its
 // queued changes, so a store that partitions by that element keeps them
 // together. A ShardedStore keeps one record per shard outside every
