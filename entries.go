@@ -56,7 +56,7 @@ func (t *Table[T]) entriesOf(indexes []*indexTable, payload, pk []byte) ([]entry
 	if len(indexes) == 0 {
 		return nil, nil
 	}
-	// A record of the table's type, which is T's, or a layout's for a
+	// A record of the table's type, which is T's, or a record type's for a
 	// tool (see VerifyTable).
 	rec := reflect.New(t.rtype)
 	if err := t.decodeInto(payload, rec, t.stable); err != nil {

@@ -55,7 +55,7 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
-// storeKeys returns a copy of every key and value in s.
+// storeDump returns a copy of every key and value in s.
 func storeDump(t testing.TB, s it.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
