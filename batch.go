@@ -158,7 +158,7 @@ func deleteRange(ctx context.Context, s Store, start, end []byte) error {
 }
 
 // applyInPieces applies b in as few batches as the store's atomicity scope
-// allows, splitting it where it must. Only for writes without expectations
+// allows, cutting it where it must. Only for writes without expectations
 // whose every subset leaves nothing a retry cannot finish: deletes of dead
 // entries, and index mutations that a pending change will apply again.
 // When before is set, it is called before each piece, and an error it

@@ -299,7 +299,7 @@ func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) 
 	start = indexPrefix(t.prefix, true, name)
 	for {
 		var old []byte // the prefix of the generation of an entry found
-		for e, err := range t.store.Scan(ctx, ScanRange{Start: start, End: appendInt(bytes.Clone(start), gen), Limit: 1}) {
+		for e, err := range t.store.Scan(ctx, ScanRange{Start: start, End: generationPrefix(t.prefix, true, name, gen), Limit: 1}) {
 			if err != nil {
 				return err
 			}

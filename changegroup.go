@@ -115,6 +115,12 @@ func wantedBy(view *indexView, changes []change) []*indexTable {
 	})
 }
 
+// planChanges sets g.ops to the batch that applies g's changes to the
+// record stored as fact under factKey (nil: none): it expects the record
+// and each change record as read and removes the changes (g.ops[:g.guard]),
+// then deletes the entries of the versions the changes name that the
+// record lacks (and the stray entry keys changes of Repair name), and puts those of its entries in the indexes the changes
+// leave to the maintainer (wantedBy) that not every version had.
 func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []byte) error {
 	want := wantedBy(view, g.changes)
 	if !slices.Equal(want, g.want) {

@@ -172,7 +172,7 @@
 // # Stored keys
 //
 // Every key a table writes is a tuple that starts with the table's name and
-// a KeySpace; the KeySpace documentation has the whole layout, and
+// a KeySpace; the KeySpace documentation lists them all, and
 // ParseKey reads a key back, for stores that place keys by partition or
 // shard.
 //
@@ -185,7 +185,7 @@
 // rule) and applies it. A change record's format and the readers of the
 // queue are in queue.go; maintainer.go applies the queue, a record's
 // changes at a time (changegroup.go), under leases (lease.go). keys.go
-// builds every stored key; catalog.go, build.go and verify.go run an
+// builds the stored keys; catalog.go, build.go and verify.go run an
 // index's lifecycle; query.go reads; tuple encoding is in tuple.go, the codecs in
 // codec.go and codec_binary.go.
 package indextable

@@ -199,7 +199,7 @@ func expireLeases(t testing.TB, s it.Store) {
 	var b it.Batch
 	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
 		require.NoError(t, err)
-		if tup, err := it.DecodeTuple(e.Key); err == nil && tup[1] == int64(4) {
+		if k, ok := it.ParseKey(e.Key); ok && k.Space == it.SpaceLeases {
 			b.Delete(e.Key)
 		}
 	}

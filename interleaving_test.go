@@ -94,15 +94,15 @@ func (s *watchedStore) Apply(ctx context.Context, b *it.Batch) error {
 	return err
 }
 
-// space returns the key space of a key of table "people" (0 records,
-// 1 index entries, 2 catalog, 3 queue), and the key's tuple; -1 if none.
-func space(key []byte) (int64, it.Tuple) {
-	k, err := it.DecodeTuple(key)
-	if err != nil || len(k) < 2 || k[0] != "people" {
-		return -1, k
+// space returns the key space of a key of table "people" (SpaceOther if
+// it is none of the table's), and the key's tuple.
+func space(key []byte) (it.KeySpace, it.Tuple) {
+	k, ok := it.ParseKey(key)
+	t, err := it.DecodeTuple(key)
+	if !ok || err != nil || t[0] != "people" {
+		return it.SpaceOther, t
 	}
-	n, _ := k[1].(int64)
-	return n, k
+	return k.Space, t
 }
 
 func townQuery(town string) it.Query { return it.Query{Index: "town", Eq: it.Tuple{town}} }
@@ -137,7 +137,7 @@ func TestStaleCatalogReadRevivesDisabledIndex(t *testing.T) {
 	}
 	fired := false
 	s.afterGet = func(c context.Context, key []byte) bool {
-		if sp, _ := space(key); !isTagged(c) || sp != 2 {
+		if sp, _ := space(key); !isTagged(c) || sp != it.SpaceCatalog {
 			return false
 		}
 		// IndexStatus has read the catalog entry (readable); the disabling
@@ -177,7 +177,7 @@ func TestBuildRefreshRevivesDisabledIndex(t *testing.T) {
 		if !isTagged(c) || err != nil || len(ops) != 2 {
 			return false
 		}
-		if sp, _ := space(ops[1].Key); sp != 2 || ops[1].Kind != it.OpPut {
+		if sp, _ := space(ops[1].Key); sp != it.SpaceCatalog || ops[1].Kind != it.OpPut {
 			return false
 		}
 		// The last chunk committed the index readable; disable it before
@@ -215,7 +215,7 @@ func TestVerifyEntryABA(t *testing.T) {
 			// The index pass has read the entry; before it looks its record
 			// up, the record loses the entry.
 			s.beforeMany = func(c context.Context, keys [][]byte) bool {
-				if sp, _ := space(keys[0]); !isTagged(c) || sp != 0 {
+				if sp, _ := space(keys[0]); !isTagged(c) || sp != it.SpaceRecords {
 					return false
 				}
 				if write == "move away and back" {
@@ -231,7 +231,7 @@ func TestVerifyEntryABA(t *testing.T) {
 			// confirm has read the record again; before it reads the
 			// entry, the record gets the entry back.
 			s.afterGet = func(c context.Context, key []byte) bool {
-				if sp, k := space(key); !isTagged(c) || !first || sp != 0 || len(k) != 3 {
+				if sp, k := space(key); !isTagged(c) || !first || sp != it.SpaceRecords || len(k) != 3 {
 					return false
 				}
 				var err error
@@ -304,7 +304,7 @@ func TestVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
 	// After Verify read the queue (nothing pending), before it reads the
 	// records: the record moves, its entries queued.
 	s.beforeScan = func(c context.Context, r it.ScanRange) bool {
-		if sp, k := space(r.Start); !isTagged(c) || sp != 0 || len(k) != 2 {
+		if sp, k := space(r.Start); !isTagged(c) || sp != it.SpaceRecords || len(k) != 2 {
 			return false
 		}
 		_, err := tbl.Update(ctx, person{ID: id, Town: "B"})
@@ -316,7 +316,7 @@ func TestVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
 	// confirm has read the record and found the entry absent; before it
 	// scans the record's queue, a maintainer applies the change.
 	s.beforeScan = chainScan(s.beforeScan, func(c context.Context, r it.ScanRange) bool {
-		if sp, k := space(r.Start); !isTagged(c) || !moved || sp != 3 || len(k) != 3 {
+		if sp, k := space(r.Start); !isTagged(c) || !moved || sp != it.SpaceQueue || len(k) != 3 {
 			return false
 		}
 		n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
@@ -630,7 +630,7 @@ func TestMaintainerBetweenEnableCommitAndPublish(t *testing.T) {
 		if !isTagged(c) || err != nil || len(ops) != 2 {
 			return false
 		}
-		if sp, _ := space(ops[1].Key); sp != 2 {
+		if sp, _ := space(ops[1].Key); sp != it.SpaceCatalog {
 			return false
 		}
 		// The new generation is committed, not yet published: a pass

@@ -28,8 +28,10 @@ import (
 // together. A ShardedStore keeps one record per shard outside every
 // table's keys (see ShardedStore), under a key no tuple starts with.
 //
-// The functions of keys.go are the only ones that build these keys; a
-// Store that partitions or shards keys reads them with ParseKey.
+// The functions of keys.go build every key but for its last elements:
+// a record's primary key components (Table.factKey) and an entry's key
+// fields (indexTable.keys) are appended where they are computed. A Store
+// that partitions or shards keys reads them with ParseKey.
 type KeySpace uint8
 
 // The key spaces of a table.
@@ -56,6 +58,12 @@ func spacePrefix(table []byte, s KeySpace) []byte {
 	return slices.Clip(appendInt(bytes.Clone(table), int64(s)))
 }
 
+// usageKey returns the key of the table's usage totals.
+func usageKey(table []byte) []byte { return spacePrefix(table, SpaceUsage) }
+
+// recordTypeKey returns the key of the table's record type.
+func recordTypeKey(table []byte) []byte { return spacePrefix(table, SpaceRecordType) }
+
 // catalogKey returns the key of the catalog entry of index name.
 func catalogKey(table []byte, name string) []byte {
 	return appendString(spacePrefix(table, SpaceCatalog), name)
@@ -77,10 +85,16 @@ func generationPrefix(table []byte, intra bool, name string, gen int64) []byte {
 	return slices.Clip(appendInt(indexPrefix(table, intra, name), gen))
 }
 
+// leasesOf returns the prefix of the leases of the maintainers of a
+// partitioning of the queue into partitions.
+func leasesOf(table []byte, partitions int) []byte {
+	return appendInt(spacePrefix(table, SpaceLeases), int64(partitions))
+}
+
 // leaseKey returns the key of the lease of maintainer partition of
 // partitions.
 func leaseKey(table []byte, partitions, partition int) []byte {
-	return appendInt(appendInt(spacePrefix(table, SpaceLeases), int64(partitions)), int64(partition))
+	return appendInt(leasesOf(table, partitions), int64(partition))
 }
 
 // appendChangeKey appends to dst the key of a change record of the record
@@ -93,8 +107,8 @@ func appendChangeKey(dst, queue, pk []byte, id int64) []byte {
 // StoredKey is a key a table stores, parsed by ParseKey: its elements, as
 // encoded, where the key has them.
 type StoredKey struct {
-	Table []byte // the table's name: the prefix of every key of the table
-	Space KeySpace
+	Table []byte   // the table's name: the prefix of every key of the table
+	Space KeySpace // the key's space; SpaceOther for none of a table's
 	// Index is the index name, in SpaceIndex and SpaceIntra (its
 	// generation follows it).
 	Index []byte

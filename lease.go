@@ -190,7 +190,7 @@ func (t *Table[T]) shortenPartitioning(ctx context.Context, b *Batch, l *lease) 
 	}
 	b.ExpectValue(l.partitioning, sv)
 	until := time.Now()
-	others := appendInt(bytes.Clone(l.partitioning), int64(n))
+	others := leasesOf(t.prefix, n)
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: others, End: tupleEnd(others)}) {
 		if err != nil {
 			return err

@@ -259,7 +259,7 @@ func (t *Table[T]) writeRecordType(ctx context.Context) error {
 	if err != nil {
 		panic(err) // every element has a supported type
 	}
-	key := spacePrefix(t.prefix, SpaceRecordType)
+	key := recordTypeKey(t.prefix)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		have, err := t.store.Get(ctx, key)
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -286,7 +286,7 @@ func (t *Table[T]) writeRecordType(ctx context.Context) error {
 // fields that the table with prefix keeps: empty strings when it keeps no
 // record type, and no fields when it keeps no primary key (format 1 kept none).
 func readRecordType(ctx context.Context, store Store, tablePrefix []byte) (codec, desc string, pk []string, err error) {
-	v, err := store.Get(ctx, spacePrefix(tablePrefix, SpaceRecordType))
+	v, err := store.Get(ctx, recordTypeKey(tablePrefix))
 	if errors.Is(err, ErrNotFound) {
 		return "", "", nil, nil
 	}

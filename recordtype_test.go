@@ -233,7 +233,7 @@ func TestRecordTypeOfFormat1Decodes(t *testing.T) {
 			old, err := EncodeTuple(int64(1), "json", string(desc))
 			require.NoError(t, err)
 			var b Batch
-			b.Put(spacePrefix(tablePrefix("t"), SpaceRecordType), old)
+			b.Put(recordTypeKey(tablePrefix("t")), old)
 			require.NoError(t, s.Apply(ctx, &b))
 
 			tables, err := ReadCatalog(ctx, s)
@@ -267,7 +267,7 @@ func TestRecordTypeRefusesMalformedPrimaryKeys(t *testing.T) {
 		enc, err := EncodeTuple(v...)
 		require.NoError(t, err)
 		var b Batch
-		b.Put(spacePrefix(tablePrefix("t"), SpaceRecordType), enc)
+		b.Put(recordTypeKey(tablePrefix("t")), enc)
 		require.NoError(t, s.Apply(ctx, &b))
 		_, err = ReadCatalog(ctx, s)
 		assert.ErrorIs(t, err, ErrCodec, "%v", v)
@@ -287,7 +287,7 @@ func TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var b Batch
-	b.Delete(spacePrefix(tablePrefix("t"), SpaceRecordType))
+	b.Delete(recordTypeKey(tablePrefix("t")))
 	require.NoError(t, s.Apply(ctx, &b))
 
 	tbl, err = Open(ctx, refusingStore{s}, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}})

@@ -302,9 +302,6 @@ func (v *indexView) noteMutations(ops []Op, changed bool) {
 	}
 }
 
-// usageKey is the key of the usage totals of the table with prefix.
-func usageKey(table []byte) []byte { return spacePrefix(table, SpaceUsage) }
-
 // storedUsage is the usage totals SaveUsage keeps: the table's counts, and
 // each index's with its read keys still encoded.
 type storedUsage struct {

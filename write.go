@@ -422,17 +422,15 @@ func uniqueViolation(ix *indexTable, key, held []byte) error {
 // uniqueChange returns a unique index whose entries differ between old and
 // new, or nil.
 func uniqueChange(old, new []entry) *indexTable {
-	for _, pair := range [2][2][]entry{{old, new}, {new, old}} {
-		for _, e := range pair[0] {
-			if !e.ix.unique {
-				continue
-			}
-			if i := findEntry(pair[1], e.key); i < 0 || !bytes.Equal(pair[1][i].value, e.value) {
-				return e.ix
-			}
+	var changed *indexTable
+	note := func(e entry) error {
+		if e.ix.unique && changed == nil {
+			changed = e.ix
 		}
+		return nil
 	}
-	return nil
+	_ = diffEntries([][]entry{old}, new, note, note) // note never fails
+	return changed
 }
 
 // fallback rebuilds a's batch, which does not fit the store's atomicity

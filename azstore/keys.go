@@ -135,27 +135,29 @@ func partition(key []byte) (p, prefix []byte) {
 	if !ok {
 		return raw, nil
 	}
+	records, index := int64(indextable.SpaceRecords), int64(indextable.SpaceIndex)
+	queue, intra := int64(indextable.SpaceQueue), int64(indextable.SpaceIntra)
 	var err error
 	switch {
-	case space == 0 && len(t) >= 3: // a record; its changes and entries below
+	case space == records && len(t) >= 3: // a record; its changes and entries below
 		p, err = indextable.EncodeTuple(t[:3]...)
 		prefix = p
-	case space == 3 && len(t) >= 3: // a record's changes
-		p, err = indextable.EncodeTuple(t[0], int64(0), t[2])
+	case space == queue && len(t) >= 3: // a record's changes
+		p, err = indextable.EncodeTuple(t[0], records, t[2])
 		if err == nil {
 			prefix, err = indextable.EncodeTuple(t[:3]...)
 		}
-	case space == 5 && len(t) >= 5: // table, space, index, generation, record's partition
-		p, err = indextable.EncodeTuple(t[0], int64(0), t[4])
+	case space == intra && len(t) >= 5: // table, space, index, generation, record's partition
+		p, err = indextable.EncodeTuple(t[0], records, t[4])
 		if err == nil {
 			prefix, err = indextable.EncodeTuple(t[:5]...)
 		}
-	case space == 1 && len(t) >= 5: // an index table, by its first component
+	case space == index && len(t) >= 5: // an index table, by its first component
 		p, err = indextable.EncodeTuple(t[:5]...)
 		prefix = p
 	default:
 		p, err = indextable.EncodeTuple(t[:2]...)
-		if space != 0 && space != 1 && space != 3 && space != 5 {
+		if space != records && space != index && space != queue && space != intra {
 			prefix = p
 		}
 	}

@@ -95,7 +95,7 @@ func TestPartition(t *testing.T) {
 
 // TestPartitionAgreesWithParseKey: on every key a table writes (random ones
 // of each space, cut at each length), the store's partitions follow the key
-// layout that indextable.ParseKey reads: a record, its changes and its
+// form that indextable.ParseKey reads: a record, its changes and its
 // intra-partition entries in the partition of its first primary key
 // component; an index entry in that of its first key component; anything
 // else of a table in its space's.

@@ -4,7 +4,7 @@
 // All of a store's keys live in one Azure table. A key becomes an entity
 // whose RowKey is the key, encoded order-preservingly into characters Azure
 // allows, and whose PartitionKey is the encoded partition of the key (see
-// Partition). The value is a binary property, split across several when it
+// Partition). The value is a binary property, spread over several when it
 // is longer than one property holds.
 //
 // The encoding takes six bits to a character, one of "-", 0-9, A-Z, "_"

@@ -40,7 +40,7 @@ func TestConformance(t *testing.T) {
 	storetest.TestStore(t, func(t *testing.T) indextable.Store { return openFresh(t, conn) })
 }
 
-// TestLimits: a value longer than a property holds is split and read back
+// TestLimits: a value longer than a property holds is spread over several and read back
 // whole; one longer than an entity holds, a key longer than Azure's, or a
 // batch across partitions is refused, and nothing of the batch is written.
 func TestLimits(t *testing.T) {
