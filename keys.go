@@ -53,7 +53,7 @@ func tablePrefix(name string) []byte { return slices.Clip(appendString(nil, name
 
 // spacePrefix returns the prefix of the keys in space s of the table whose
 // prefix is table; for SpaceUsage and SpaceRecordType, the key itself, and
-// for SpaceLeases, the key of the partition count record (see lease).
+// for SpaceLeases, the key of the partitioning record (see lease).
 func spacePrefix(table []byte, s KeySpace) []byte {
 	return slices.Clip(appendInt(bytes.Clone(table), int64(s)))
 }
