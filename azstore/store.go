@@ -84,7 +84,9 @@ type Store struct {
 var _ indextable.Store = (*Store)(nil)
 
 // Open connects to the account of connectionString and opens the store in
-// its table opts.Table, creating the table if needed.
+// its table opts.Table, creating the table if needed. A connection string
+// holds an account key, which opens the whole account: where that is not
+// allowed, open the store with OpenClient.
 func Open(ctx context.Context, connectionString string, opts Options) (*Store, error) {
 	if opts.Table == "" {
 		opts.Table = "indextable"
@@ -100,7 +102,30 @@ func Open(ctx context.Context, connectionString string, opts Options) (*Store, e
 	if _, err := svc.CreateTable(ctx, opts.Table, nil); err != nil && !hasCode(err, "TableAlreadyExists") {
 		return nil, fmt.Errorf("azstore: creating table %s: %w", opts.Table, err)
 	}
-	return &Store{client: svc.NewClient(opts.Table)}, nil
+	return OpenClient(ctx, svc.NewClient(opts.Table))
+}
+
+// OpenClient opens the store in the Azure table that client addresses,
+// which must exist: client may be built with a token credential
+// (aztables.NewClient with an azidentity credential), a SAS URL
+// (aztables.NewClientWithNoCredential) or a shared key. The store needs
+// these rights on its table, and no other: Read (queries and point
+// reads), Add, Update and Delete; a table-scoped SAS with permissions
+// "raud" grants exactly them. Creating the table is the caller's (Open
+// does it with the account key). OpenClient reads one entity to check that
+// the table exists and the client may read it.
+func OpenClient(ctx context.Context, client *aztables.Client) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("azstore: %w: nil client", indextable.ErrInvalidArgument)
+	}
+	_, err := client.GetEntity(ctx, partitionKey(nil), rowKey(nil), nil)
+	switch {
+	case err == nil || hasCode(err, "ResourceNotFound"):
+		return &Store{client: client}, nil
+	case hasCode(err, "TableNotFound"):
+		return nil, fmt.Errorf("azstore: the table does not exist (OpenClient does not create it): %w", err)
+	}
+	return nil, fmt.Errorf("azstore: reading the table: %w", err)
 }
 
 // hasCode reports whether err is the service's answer with that error code.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
@@ -31,7 +32,7 @@ func Connection(t testing.TB) string {
 }
 
 // FreshTable returns the name of a new table, prefix then 16 random hex
-// digits, and deletes the table when t ends.
+// digits, and deletes the table when t ends, if it was made.
 func FreshTable(t testing.TB, conn, prefix string) string {
 	t.Helper()
 	name := fmt.Sprintf("%s%016x", prefix, rand.Uint64())
@@ -40,9 +41,33 @@ func FreshTable(t testing.TB, conn, prefix string) string {
 		if err == nil {
 			_, err = svc.DeleteTable(context.Background(), name, nil)
 		}
-		if err != nil && !strings.Contains(err.Error(), "TableNotFound") {
+		if err != nil && !strings.Contains(err.Error(), "TableNotFound") && !strings.Contains(err.Error(), "ResourceNotFound") {
 			t.Errorf("deleting table %s: %v", name, err)
 		}
 	})
 	return name
+}
+
+// TableSAS returns the URL of table with a SAS, valid for an hour, that
+// grants perms on that table alone, signed with the account key of conn.
+// The SDK's Client.GetTableSASURL joins a path-style endpoint (Azurite's,
+// which ends with the account name) and the table name without a slash;
+// TableSAS builds the URL from the endpoint itself.
+func TableSAS(t testing.TB, conn, table string, perms aztables.SASPermissions) string {
+	t.Helper()
+	svc, err := aztables.NewServiceClientFromConnectionString(conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := svc.NewClient(table).GetTableSASURL(perms, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, query, ok := strings.Cut(signed, "?")
+	_, endpoint, found := strings.Cut(conn, "TableEndpoint=")
+	if !ok || !found {
+		t.Fatalf("no SAS in %q, or no TableEndpoint in the connection string", signed)
+	}
+	endpoint, _, _ = strings.Cut(endpoint, ";")
+	return strings.TrimSuffix(endpoint, "/") + "/" + table + "?" + query
 }
