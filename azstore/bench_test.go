@@ -1,11 +1,15 @@
 package azstore_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -239,9 +243,11 @@ func benchMake(genre string, i int) benchMovie {
 
 // countingTransport sends requests as the SDK's default client would
 // (http.DefaultTransport with the SDK's 10 idle connections a host) and
-// counts them.
+// counts them: n, every request; scans, the queries whose filter names no
+// partition, of which the server reads every entity; entities, the
+// entities that queries returned.
 type countingTransport struct {
-	n atomic.Int64
+	n, scans, entities atomic.Int64
 }
 
 var benchHTTP = func() *http.Transport {
@@ -252,7 +258,32 @@ var benchHTTP = func() *http.Transport {
 
 func (c *countingTransport) Do(req *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return benchHTTP.RoundTrip(req)
+	filter, query := req.URL.Query()["$filter"]
+	if query && !strings.Contains(filter[0], "PartitionKey eq") {
+		c.scans.Add(1)
+	}
+	resp, err := benchHTTP.RoundTrip(req)
+	if err != nil || !query {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	c.entities.Add(int64(bytes.Count(body, []byte(`"RowKey":`))))
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// reset zeroes c's counts.
+func (c *countingTransport) reset() { c.n.Store(0); c.scans.Store(0); c.entities.Store(0) }
+
+// report reports c's counts over ops operations.
+func (c *countingTransport) report(b *testing.B, ops int) {
+	b.ReportMetric(float64(c.n.Load())/float64(ops), "requests/op")
+	b.ReportMetric(float64(c.scans.Load())/float64(ops), "table-scans/op")
+	b.ReportMetric(float64(c.entities.Load())/float64(ops), "entities/op")
 }
 
 // benchOpen opens a table of schema sc on a new Azure table through a
@@ -266,6 +297,13 @@ func benchOpen(b *testing.B, conn string, sc benchSchema) (*indextable.Table[ben
 
 // benchOpenIn is benchOpen on the Azure table name.
 func benchOpenIn(b *testing.B, conn, name string, sc benchSchema) (*indextable.Table[benchMovie], *atomic.Int64) {
+	b.Helper()
+	tbl, tr := benchOpenCounted(b, conn, name, sc)
+	return tbl, &tr.n
+}
+
+// benchOpenCounted is benchOpenIn, returning the table's transport.
+func benchOpenCounted(b *testing.B, conn, name string, sc benchSchema) (*indextable.Table[benchMovie], *countingTransport) {
 	b.Helper()
 	ctx := context.Background()
 	tr := &countingTransport{}
@@ -298,7 +336,7 @@ func benchOpenIn(b *testing.B, conn, name string, sc benchSchema) (*indextable.T
 			b.Fatalf("index %q is %v, not %v", st.Name, st.Placement, want)
 		}
 	}
-	return tbl, &tr.n
+	return tbl, tr
 }
 
 // benchReportTrips reports n requests over b.N operations.
@@ -392,4 +430,149 @@ func benchRange(b *testing.B, conn string, q indextable.Query) {
 	}
 	b.StopTimer()
 	benchReportTrips(b, rt.Load())
+}
+
+// BenchmarkAzuriteCost counts what a table on Azure costs in requests, the
+// unit Azure bills and throttles, for the operations whose cost may grow
+// with the table or with time, at 500 and 5,000 movies (names
+// BenchmarkAzuriteCost/<movies>/<op>). The table has the two intra-partition
+// indexes of the other benchmarks and a FullCopy actor index, which lies in
+// the actors' partitions. Each reports requests/op, table-scans/op (queries
+// whose filter names no partition: the server reads every entity) and
+// entities/op (what queries returned):
+//
+//   - read-actor: a full-copy read of one actor's movies, queue empty;
+//
+//   - read-actor-pending: the same with 100 changes pending;
+//
+//   - read-limit10-pending: the first 10 of them, changes pending;
+//
+//   - lag: Table.Lag, changes pending;
+//
+//   - idle-maintainer: 100 ms of a RunMaintainer with nothing to do (also
+//     requests/s);
+//
+//   - maintainer: a change applied, per change, when b.N changes wait.
+//
+//     scripts/azurite go test -run='^$' -bench=AzuriteCost -benchtime=20x -count=1 ./azstore/
+func BenchmarkAzuriteCost(b *testing.B) {
+	conn := azuritetest.Connection(b)
+	for _, movies := range []int{500, 5000} {
+		b.Run(fmt.Sprint(movies), func(b *testing.B) {
+			tbl, tr := benchOpenCounted(b, conn, azuritetest.FreshTable(b, conn, "cost"), benchCostSchema)
+			benchLoadMovies(b, tbl, movies)
+			b.Run("read-actor", func(b *testing.B) { benchCostRead(b, tbl, tr, 0) })
+			b.Run("maintainer", func(b *testing.B) { benchCostMaintainer(b, tbl, tr) })
+			benchQueueChanges(b, tbl, 100)
+			b.Run("read-actor-pending", func(b *testing.B) { benchCostRead(b, tbl, tr, 0) })
+			b.Run("read-limit10-pending", func(b *testing.B) { benchCostRead(b, tbl, tr, 10) })
+			b.Run("lag", func(b *testing.B) {
+				benchCost(b, tr, func(ctx context.Context) error { _, err := tbl.Lag(ctx); return err })
+			})
+			if _, err := benchDrain(context.Background(), tbl); err != nil {
+				b.Fatal(err)
+			}
+			b.Run("idle-maintainer", func(b *testing.B) { benchCostIdle(b, tbl, tr) })
+		})
+	}
+}
+
+var benchCostSchema = benchSchema{"two-intra+full-copy-actor", append(benchIntra[:len(benchIntra):len(benchIntra)],
+	indextable.Index[benchMovie]{Name: "actor", Fields: []string{"Actors"}, MultiValued: true, Strategy: indextable.FullCopy})}
+
+// benchLoadMovies loads n movies, the genres in turn, and applies the
+// queue.
+func benchLoadMovies(b *testing.B, tbl *indextable.Table[benchMovie], n int) {
+	b.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if _, err := tbl.Insert(ctx, benchMake(benchGenres[i%len(benchGenres)], i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := benchDrain(ctx, tbl); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchShift makes each call of benchQueueChanges give other actors.
+var benchShift atomic.Int64
+
+// benchQueueChanges updates n movies' actors, leaving n changes queued.
+func benchQueueChanges(b *testing.B, tbl *indextable.Table[benchMovie], n int) {
+	b.Helper()
+	ctx := context.Background()
+	shift := int(benchShift.Add(1))
+	for i := range n {
+		m := benchMake(benchGenres[i%len(benchGenres)], i)
+		m.Actors = []string{benchActors[0], fmt.Sprint("Extra", shift)}
+		if _, err := tbl.Update(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchCost times op b.N times and reports its counts.
+func benchCost(b *testing.B, tr *countingTransport, op func(context.Context) error) {
+	ctx := context.Background()
+	tr.reset()
+	b.ResetTimer()
+	for range b.N {
+		if err := op(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	tr.report(b, b.N)
+}
+
+// benchCostRead reads one actor's movies (the first limit, if not 0).
+func benchCostRead(b *testing.B, tbl *indextable.Table[benchMovie], tr *countingTransport, limit int) {
+	q := indextable.Query{Index: "actor", Eq: indextable.Tuple{benchActors[0]}, Limit: limit}
+	benchCost(b, tr, func(ctx context.Context) error {
+		n := 0
+		for _, err := range tbl.Find(ctx, q) {
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		if n == 0 || limit > 0 && n != limit {
+			return fmt.Errorf("the read found %d movies", n)
+		}
+		return nil
+	})
+}
+
+// benchCostMaintainer queues b.N changes, then times the maintainer's
+// passes that apply them.
+func benchCostMaintainer(b *testing.B, tbl *indextable.Table[benchMovie], tr *countingTransport) {
+	b.StopTimer()
+	benchQueueChanges(b, tbl, b.N)
+	tr.reset()
+	b.StartTimer()
+	n, err := benchDrain(context.Background(), tbl)
+	b.StopTimer()
+	if err != nil || n < b.N {
+		b.Fatalf("the maintainer applied %d changes of %d: %v", n, b.N, err)
+	}
+	tr.report(b, n)
+}
+
+// benchCostIdle runs a maintainer with nothing to do for 100 ms an
+// iteration, and reports its requests a second besides its counts.
+func benchCostIdle(b *testing.B, tbl *indextable.Table[benchMovie], tr *countingTransport) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	tr.reset()
+	start := time.Now()
+	go func() { done <- tbl.RunMaintainer(ctx, indextable.MaintainerOptions{}) }()
+	time.Sleep(time.Duration(b.N) * 100 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start).Seconds()
+	tr.report(b, b.N)
+	b.ReportMetric(float64(tr.n.Load())/elapsed, "requests/s")
 }

@@ -106,6 +106,16 @@ query of the queue and a query of the partition.
 		write: writeAzurite,
 	},
 	{
+		title: "Azure requests per operation", file: "azurite-cost.txt", target: "make bench-azurite-cost",
+		about: `What an operation costs in requests, the unit Azure bills and throttles, at 500 and 5,000
+movies: the table of the Azurite section with a full-copy actor index, inter-partition. A table
+scan is a query whose filter names no partition: the service reads every entity of the table.
+Entities are what queries returned. The idle maintainer runs 100 ms an operation with nothing to
+do; the maintainer row is per change applied, with as many changes waiting as operations.
+`,
+		write: writeAzuriteCost,
+	},
+	{
 		title: "Sharded stores", file: "sharded.txt", target: "make bench-sharded",
 		about: `20,000 customers, 200 a town, one Town+LastName index, on one memory store and on a ShardedStore
 of 4 memory stores under each index rule, in one run. Each cell: the median time, its ratio to
@@ -502,5 +512,34 @@ func writeSharded(w io.Writer, r *run) error {
 		para(w, fmt.Sprintf("Finding a key's shard from its bytes (`ShardOf`, the cost a read pays to know where a record lies): %s, %s allocations.",
 			duration(r.med("ShardOf", "ns/op")), num(r.med("ShardOf", "allocs/op"))))
 	}
+	return nil
+}
+
+func writeAzuriteCost(w io.Writer, r *run) error {
+	sizes := []string{"500", "5000"}
+	ops := []string{"read-actor", "read-actor-pending", "read-limit10-pending", "lag", "idle-maintainer", "maintainer"}
+	if !r.has("AzuriteCost/500/read-actor", "requests/op") {
+		return errors.New("no BenchmarkAzuriteCost results")
+	}
+	head := []string{"operation"}
+	for _, n := range sizes {
+		head = append(head, n+" movies: requests", "table scans", "entities")
+	}
+	var rows [][]string
+	for _, op := range ops {
+		row := []string{op}
+		for _, n := range sizes {
+			name := "AzuriteCost/" + n + "/" + op
+			row = append(row, num(r.med(name, "requests/op")), num(r.med(name, "table-scans/op")), num(r.med(name, "entities/op")))
+		}
+		rows = append(rows, row)
+	}
+	idle := "AzuriteCost/5000/idle-maintainer"
+	runs := fmt.Sprintf("medians of %d runs", r.runs("AzuriteCost/500/read-actor", "requests/op"))
+	if r.runs("AzuriteCost/500/read-actor", "requests/op") == 1 {
+		runs = "one run"
+	}
+	fmt.Fprintf(w, "Per operation, %s; the idle maintainer sends %s requests a second:\n\n", runs, num(r.med(idle, "requests/s")))
+	table(w, head, rows)
 	return nil
 }
