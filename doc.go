@@ -51,7 +51,8 @@
 // under any write rate; a change that can never be applied is set aside
 // after a few tries (MaintainerOptions.MaxFailures). A read of an index
 // that may be behind checks the records with changes pending, so it never
-// returns a record under a key it no longer has.
+// returns a record under a key it no longer has, unless the query asks for
+// a Stale read, which takes the entries as they are.
 //
 // # The fallback rule
 //

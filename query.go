@@ -59,6 +59,18 @@ type Query struct {
 	// can propose the index. Limit counts the records kept. A covered read
 	// cannot be filtered.
 	Where map[string]any
+	// Stale makes a read of an index whose entries may lag their records
+	// (an Eventual index, or any index on a store whose writes may fall
+	// back to the queue) take the entries as they are, without the check
+	// of pending changes that keeps a read exact (see Table.Find). Like a
+	// read of a DynamoDB global secondary index, it may return a record
+	// as it was (under a key it no longer has, or deleted since), or miss
+	// one, until the maintainers apply the pending changes. It
+	// saves the read's scan of the table's queue and a fact-table read per
+	// result of a record with pending changes (every result, when many are
+	// pending). A read that fetches every record anyway (KeysOnly or
+	// Partial, not covered) costs the same either way, and stays exact.
+	Stale bool
 	// Fields names the fields the caller uses; the others may be left zero.
 	// A query of a KeysOnly or Partial index whose entries hold every one
 	// of them (its primary key, single-valued key fields and projection) is
@@ -344,6 +356,8 @@ func (t *Table[T]) coverFields(q Query) Query {
 // record without a pending change had exact entries when the scan passed
 // it, and since then only a maintainer changed them, from the record as it
 // then was, so the record matched the query at some moment of the read.
+// Query.Stale skips the queue scan and the checks, for reads that may be
+// stale.
 func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		q := t.coverFields(q) // a q assigned outside would be captured by reference, an allocation more
@@ -480,7 +494,7 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		ix.use.noteFields(fieldsNeeded(q, ix, rd.counting))
 	}
 	// A normalized or partial read checks every record anyway.
-	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) {
+	if (ix.strategy == FullCopy || q.Covered) && t.mayBeStale(ix) && !q.Stale {
 		// An intra-partition read of one partition needs only its queue.
 		var within []byte
 		if ix.intra && len(q.Eq) > 0 {
