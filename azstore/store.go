@@ -88,6 +88,9 @@ var _ indextable.Store = (*Store)(nil)
 // holds an account key, which opens the whole account: where that is not
 // allowed, open the store with OpenClient.
 func Open(ctx context.Context, connectionString string, opts Options) (*Store, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("azstore: %w: nil context", indextable.ErrInvalidArgument)
+	}
 	if opts.Table == "" {
 		opts.Table = "indextable"
 	}
@@ -115,7 +118,10 @@ func Open(ctx context.Context, connectionString string, opts Options) (*Store, e
 // does it with the account key). OpenClient reads one entity to check that
 // the table exists and the client may read it.
 func OpenClient(ctx context.Context, client *aztables.Client) (*Store, error) {
-	if client == nil {
+	switch {
+	case ctx == nil:
+		return nil, fmt.Errorf("azstore: %w: nil context", indextable.ErrInvalidArgument)
+	case client == nil:
 		return nil, fmt.Errorf("azstore: %w: nil client", indextable.ErrInvalidArgument)
 	}
 	_, err := client.GetEntity(ctx, partitionKey(nil), rowKey(nil), nil)

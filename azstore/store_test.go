@@ -60,6 +60,11 @@ func TestOpenClient(t *testing.T) {
 	require.ErrorContains(t, err, "does not exist")
 	_, err = azstore.OpenClient(ctx, nil)
 	require.ErrorIs(t, err, indextable.ErrInvalidArgument)
+	var noContext context.Context
+	_, err = azstore.OpenClient(noContext, svc.NewClient("any"))
+	require.ErrorIs(t, err, indextable.ErrInvalidArgument)
+	_, err = azstore.Open(noContext, conn, azstore.Options{})
+	require.ErrorIs(t, err, indextable.ErrInvalidArgument)
 }
 
 // TestTableScopedSAS: through a SAS that grants only read, add, update and
