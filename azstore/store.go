@@ -105,7 +105,7 @@ func Open(ctx context.Context, connectionString string, opts Options) (*Store, e
 	if _, err := svc.CreateTable(ctx, opts.Table, nil); err != nil && !hasCode(err, "TableAlreadyExists") {
 		return nil, fmt.Errorf("azstore: creating table %s: %w", opts.Table, err)
 	}
-	return OpenClient(ctx, svc.NewClient(opts.Table))
+	return &Store{client: svc.NewClient(opts.Table)}, nil
 }
 
 // OpenClient opens the store in the Azure table that client addresses,
@@ -145,8 +145,11 @@ func notFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
-// begin returns an error for a done context or a closed store.
+// begin returns an error for a nil or done context or a closed store.
 func (s *Store) begin(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("azstore: %w: nil context", indextable.ErrInvalidArgument)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("azstore: %w", err)
 	}

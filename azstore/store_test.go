@@ -170,6 +170,14 @@ func openWith(t *testing.T, tr *transport) *azstore.Store {
 	return openTable(t, conn, azuritetest.FreshTable(t, conn, "t"), &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Transport: tr}})
 }
 
+// TestOpenSendsOneRequest: Open creates its table and reads nothing: the
+// table exists once created.
+func TestOpenSendsOneRequest(t *testing.T) {
+	tr := &transport{}
+	openWith(t, tr)
+	require.Equal(t, int64(1), tr.requests.Load())
+}
+
 // TestLostAnswer: a transaction that committed, whose answer was lost and
 // which the SDK sent again, is reported as applied, not as a conflict.
 // Both for a batch that inserts (no reads) and one that reads first.

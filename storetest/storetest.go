@@ -87,6 +87,7 @@ var suite = []struct {
 	{"ConcurrentWritesAndScans", testConcurrentWritesAndScans},
 	{"ScanBodyWrites", testScanBodyWrites},
 	{"Context", testContext},
+	{"NilContext", testNilContext},
 	{"Closed", testClosed},
 	{"NoAliasing", testNoAliasing},
 	{"Atomicity", testAtomicity},
@@ -972,6 +973,26 @@ func requireScanError(t *testing.T, seq iter.Seq2[indextable.Entry, error], targ
 	}
 	require.Len(t, errs, 1, "scan errors")
 	require.ErrorIs(t, errs[0], target)
+}
+
+// testNilContext: every call refuses a nil context with
+// ErrInvalidArgument, and changes nothing.
+func testNilContext(t *testing.T, s indextable.Store) {
+	k := scopeKeys(t, s, "n", 2)
+	key, other := k[0], k[1]
+	put(t, s, key, bs("v"))
+	var noContext context.Context
+	_, err := s.Get(noContext, key)
+	require.ErrorIs(t, err, indextable.ErrInvalidArgument, "Get")
+	_, err = s.GetMany(noContext, [][]byte{key}, nil)
+	require.ErrorIs(t, err, indextable.ErrInvalidArgument, "GetMany")
+	var b indextable.Batch
+	b.Put(other, bs("v"))
+	b.Delete(key)
+	require.ErrorIs(t, s.Apply(noContext, &b), indextable.ErrInvalidArgument, "Apply")
+	requireAbsent(t, s, other)
+	requireValue(t, s, key, "v")
+	requireScanError(t, s.Scan(noContext, indextable.ScanRange{}), indextable.ErrInvalidArgument)
 }
 
 func testClosed(t *testing.T, s indextable.Store) {
