@@ -45,8 +45,8 @@ import (
 //     (with as many iterations) before it in the same process.
 //   - range100/keys-only: the 100 movies of one genre and year through the
 //     KeysOnly index (genre, year): one partition's query, then the
-//     records from the fact table (GetMany: one request a record, 8 at a
-//     time).
+//     records from the fact table (GetMany: one query a partition and 14
+//     records, 8 at a time; the genre's records share a partition).
 //   - range100/full-copy: the 100 movies of one genre with a rating in
 //     [0, 5) through the FullCopy index (genre, rating): records from the
 //     entries, one partition's query, after a query of the table's queue

@@ -15,10 +15,12 @@
 // A batch is one entity group transaction: one partition, at most 99
 // operations (the hundredth is the partition's guard, below) and 2 MiB of
 // keys and values, which is the store's Atomicity. Expectations are checked
-// optimistically: every batch reads its partition's guard entity, reads the
-// keys it expects, and commits together with an update of the guard made
-// conditional on the guard's ETag, so that a batch that another one
-// overtook in its partition fails and is tried again.
+// optimistically: a batch reads its partition's guard entity and the keys
+// it expects or deletes, with one partition query for up to 13 keys, and
+// commits together with an update of the guard made conditional on the
+// guard's ETag, so that a batch that another one overtook in its partition
+// fails and is tried again. A batch of puts and deletes reads nothing: it
+// is one request.
 package azstore
 
 import (
@@ -31,6 +33,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -215,15 +218,7 @@ func (s *Store) get(ctx context.Context, key []byte) ([]byte, error) {
 	if len(key) > maxKeyBytes {
 		return nil, nil // too long to be stored
 	}
-	resp, err := s.client.GetEntity(ctx, partitionKey(Partition(key)), rowKey(key), nil)
-	if notFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("azstore: get: %w", err)
-	}
-	_, v, err := parseEntity(resp.Value)
-	return v, err
+	return s.getRow(ctx, partitionKey(Partition(key)), rowKey(key))
 }
 
 // Get returns the value stored under key, or an error wrapping
@@ -237,37 +232,6 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, fmt.Errorf("azstore: %w", indextable.ErrNotFound)
 	}
 	return v, err
-}
-
-// GetMany reads keys, up to 8 at a time, and appends their values to dst in
-// the order of keys, with nil for each absent key.
-func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
-	if err := s.begin(ctx); err != nil {
-		return dst, err
-	}
-	vals := make([][]byte, len(keys))
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, k := range keys {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := ctx.Err(); err != nil {
-				errs[i] = fmt.Errorf("azstore: %w", err)
-				return
-			}
-			vals[i], errs[i] = s.get(ctx, k)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return dst, err
-		}
-	}
-	return append(dst, vals...), nil
 }
 
 // Scan yields the entries of r, following the service's continuation
@@ -341,13 +305,13 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 		// The keys that extend p as a tuple lie below p+0xFF: a byte 0xFF
 		// after a whole element only escapes a NUL inside a string.
 		if p, prefix := partition(lo); prefix != nil && bytes.HasPrefix(lo, prefix) && hi != nil && bytes.Compare(hi, append(slices.Clip(prefix), 0xff)) <= 0 {
-			conds = append(conds, "PartitionKey eq '"+partitionKey(p)+"'")
+			conds = append(conds, "PartitionKey eq "+quote(partitionKey(p)))
 		}
 		if lo != nil {
-			conds = append(conds, "RowKey ge '"+rowKey(lo)+"'")
+			conds = append(conds, "RowKey ge "+quote(rowKey(lo)))
 		}
 		if hi != nil {
-			conds = append(conds, "RowKey lt '"+rowKey(hi)+"'")
+			conds = append(conds, "RowKey lt "+quote(rowKey(hi)))
 		}
 		opts := &aztables.ListEntitiesOptions{Format: to.Ptr(aztables.MetadataFormatNone)}
 		if top > 0 {
@@ -394,14 +358,18 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 }
 
 // Apply applies b as one entity group transaction with the partition's
-// guard. It reads the guard, then every key b expects or deletes, checks the
-// expectations, and submits the writes with an update of the guard
-// conditional on the ETag read: when another batch in the partition
-// committed in between, it starts again. A batch of puts alone needs no
-// reads: it overwrites the guard unconditionally, which still makes any
-// batch that read the guard before it start again. Nor does one whose only
-// expectations are that keys it puts are absent: those puts are inserts,
-// which fail the transaction (ErrConflict) when a key exists.
+// guard. A blind batch, of puts and deletes whose only expectations are
+// that keys it puts are absent, is sent at once, without reads: it
+// overwrites the guard unconditionally, which still makes any batch that
+// read the guard before it start again; the puts of keys expected absent
+// are inserts, which fail the transaction (ErrConflict) when a key exists;
+// the deletes are unconditional, which fail it when a key is absent, and
+// then the batch goes the reading way. Any other batch reads the guard
+// and every key it expects or deletes with partition queries (see
+// readGuarded), checks the expectations, and submits the writes with an
+// update of the guard conditional on the ETag read: when another batch in
+// the partition committed in between, it starts again. A blind batch
+// costs one request, and one that reads at most 13 keys two.
 //
 // A batch that Atomicity does not allow is refused with
 // indextable.ErrInvalidBatch before it is sent: Azurite would apply some,
@@ -435,9 +403,10 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	w := newWrite(ops)
 	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := s.apply(ctx, ops)
+		err := s.apply(ctx, w)
 		if !errors.Is(err, errOvertaken) || attempt == attempts {
 			return err
 		}
@@ -453,103 +422,34 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	}
 }
 
+// errOvertaken reports a batch that other batches in its partition kept
+// overtaking, between its reads and its commit, as many times as it tried.
 var errOvertaken = fmt.Errorf("azstore: %w: other batches kept committing in the partition", indextable.ErrConflict)
 
-// guardEntity is the JSON of a partition's guard: the attempt that last
-// committed a batch in the partition.
-type guardEntity struct {
-	PartitionKey, RowKey, Attempt string
+// errAbsentDelete reports that a blind batch deletes a key that is absent,
+// which failed its transaction: it must go the reading way.
+var errAbsentDelete = errors.New("azstore: a blind batch deletes an absent key")
+
+// write is a batch on its way: its operations, in partition pk, and
+// whether it is still to be tried blind.
+type write struct {
+	pk    string
+	ops   []indextable.Op
+	adds  map[string]bool // keys put and expected absent, when blind
+	blind bool
 }
 
-func (s *Store) apply(ctx context.Context, ops []indextable.Op) error {
-	pk := partitionKey(Partition(ops[0].Key))
-	attempt := strconv.FormatUint(rand.Uint64(), 36)
-	ge, err := json.Marshal(guardEntity{pk, guardRow, attempt})
-	if err != nil {
-		return err
-	}
-	adds, blind := inserts(ops)
-	actions := make([]aztables.TransactionAction, 0, len(ops)+1)
-	var g *guard
-	if !blind {
-		if g, err = s.readGuard(ctx, pk); err != nil {
-			return err
-		}
-	}
-	switch {
-	case blind:
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: ge})
-	case g == nil:
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: ge})
-	default:
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateReplace, Entity: ge, IfMatch: &g.ETag})
-	}
-	for _, op := range ops {
-		var v []byte
-		if op.Kind != indextable.OpPut {
-			if blind {
-				continue // an Add below checks it
-			}
-			if v, err = s.get(ctx, op.Key); err != nil {
-				return err
-			}
-		}
-		switch op.Kind {
-		case indextable.OpExpectAbsent, indextable.OpExpectValue:
-			if err := indextable.CheckExpectation(op, v); err != nil {
-				return fmt.Errorf("azstore: %w", err)
-			}
-		case indextable.OpPut:
-			e, err := newEntity(op.Key, op.Value)
-			if err != nil {
-				return err
-			}
-			data, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			action := aztables.TransactionTypeInsertReplace
-			if adds[string(op.Key)] {
-				action = aztables.TransactionTypeAdd
-			}
-			actions = append(actions, aztables.TransactionAction{ActionType: action, Entity: data})
-		case indextable.OpDelete:
-			if v == nil {
-				continue // Azure fails a transaction that deletes a missing entity
-			}
-			data, err := json.Marshal(entity{"PartitionKey": pk, "RowKey": rowKey(op.Key)})
-			if err != nil {
-				return err
-			}
-			actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeDelete, Entity: data})
-		}
-	}
-	_, err = s.client.SubmitTransaction(ctx, actions, nil)
-	if err == nil {
-		return nil
-	}
-	if !hasCode(err, "UpdateConditionNotSatisfied") && !hasCode(err, "EntityAlreadyExists") {
-		return fmt.Errorf("azstore: transaction: %w", err)
-	}
-	// The SDK resends a transaction whose answer it lost, and the resent
-	// one finds the guard changed, by the first: then this attempt's ID
-	// is in the guard, and the batch committed.
-	switch g, err := s.readGuard(ctx, pk); {
-	case err != nil:
-		return err
-	case g != nil && g.attempt == attempt:
-		return nil
-	case len(adds) > 0:
-		return fmt.Errorf("azstore: %w: a key the batch expects absent exists", indextable.ErrConflict)
-	}
-	return errOvertaken
+// newWrite returns the write of ops, which are in one partition.
+func newWrite(ops []indextable.Op) *write {
+	adds, blind := blindWrites(ops)
+	return &write{pk: partitionKey(Partition(ops[0].Key)), ops: ops, adds: adds, blind: blind}
 }
 
-// inserts reports whether ops is blind, a batch whose only expectations
-// are that keys it puts are absent, which needs no reads: those puts
-// become inserts (Add), which fail the transaction when a key exists. It
-// returns their keys (none when ops is not blind).
-func inserts(ops []indextable.Op) (adds map[string]bool, blind bool) {
+// blindWrites reports whether ops is blind: puts and deletes whose only
+// expectations are that keys it puts are absent, which need no reads:
+// those puts become inserts (Add), which fail the transaction when a key
+// exists. It returns their keys (none when ops is not blind).
+func blindWrites(ops []indextable.Op) (adds map[string]bool, blind bool) {
 	puts := map[string]bool{}
 	for _, op := range ops {
 		if op.Kind == indextable.OpPut {
@@ -559,7 +459,7 @@ func inserts(ops []indextable.Op) (adds map[string]bool, blind bool) {
 	adds = map[string]bool{}
 	for _, op := range ops {
 		switch op.Kind {
-		case indextable.OpPut:
+		case indextable.OpPut, indextable.OpDelete:
 		case indextable.OpExpectAbsent:
 			if !puts[string(op.Key)] {
 				return map[string]bool{}, false
@@ -572,10 +472,278 @@ func inserts(ops []indextable.Op) (adds map[string]bool, blind bool) {
 	return adds, true
 }
 
+// guardEntity is the JSON of a partition's guard: the attempt that last
+// committed a batch in the partition.
+type guardEntity struct {
+	PartitionKey, RowKey, Attempt string
+}
+
 // guard is a partition's guard as read.
 type guard struct {
 	ETag    azcore.ETag
 	attempt string
+}
+
+// newAttempt returns a fresh name of an attempt, for the guard.
+func newAttempt() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// apply tries w once: blind while it may be, and the reading way
+// otherwise, or when the blind way finds a key to delete absent.
+func (s *Store) apply(ctx context.Context, w *write) error {
+	prior := ""
+	if w.blind {
+		prior = newAttempt()
+		err := s.applyBlind(ctx, w, prior)
+		if !errors.Is(err, errAbsentDelete) {
+			return err
+		}
+		w.blind = false // the key stays absent, most likely
+	}
+	return s.applyRead(ctx, w, prior)
+}
+
+// guardAction returns the action of kind that writes partition pk's guard,
+// naming attempt, if the guard's ETag is etag when that is not nil.
+func guardAction(pk, attempt string, kind aztables.TransactionType, etag *azcore.ETag) (aztables.TransactionAction, error) {
+	data, err := json.Marshal(guardEntity{pk, guardRow, attempt})
+	return aztables.TransactionAction{ActionType: kind, Entity: data, IfMatch: etag}, err
+}
+
+// putAction returns the action of put op: an insert (Add), which fails
+// the transaction when the key exists, if add; an upsert otherwise.
+func putAction(op indextable.Op, add bool) (aztables.TransactionAction, error) {
+	e, err := newEntity(op.Key, op.Value)
+	if err != nil {
+		return aztables.TransactionAction{}, err
+	}
+	data, err := json.Marshal(e)
+	kind := aztables.TransactionTypeInsertReplace
+	if add {
+		kind = aztables.TransactionTypeAdd
+	}
+	return aztables.TransactionAction{ActionType: kind, Entity: data}, err
+}
+
+// deleteAction returns the delete of key in partition pk, unconditional
+// (If-Match "*"): it fails the transaction when the key is absent.
+func deleteAction(pk string, key []byte) (aztables.TransactionAction, error) {
+	data, err := json.Marshal(entity{"PartitionKey": pk, "RowKey": rowKey(key)})
+	return aztables.TransactionAction{ActionType: aztables.TransactionTypeDelete, Entity: data}, err
+}
+
+// applyBlind sends the blind batch w without reading: the guard
+// overwritten, naming attempt, then the puts and deletes. It returns
+// errAbsentDelete when the transaction failed on a delete of an absent
+// key (or on one it cannot place), and ErrConflict when a key put and
+// expected absent exists; both mean nothing was written, unless the SDK
+// resent the transaction after it committed, which the guard tells.
+func (s *Store) applyBlind(ctx context.Context, w *write, attempt string) error {
+	ga, err := guardAction(w.pk, attempt, aztables.TransactionTypeInsertReplace, nil)
+	if err != nil {
+		return err
+	}
+	actions := []aztables.TransactionAction{ga}
+	for _, op := range w.ops {
+		var a aztables.TransactionAction
+		switch op.Kind {
+		case indextable.OpPut:
+			a, err = putAction(op, w.adds[string(op.Key)])
+		case indextable.OpDelete:
+			a, err = deleteAction(w.pk, op.Key)
+		default:
+			continue // a key put expected absent: its Add checks it
+		}
+		if err != nil {
+			return err
+		}
+		actions = append(actions, a)
+	}
+	_, err = s.client.SubmitTransaction(ctx, actions, nil)
+	switch i, known := failedAction(err, len(actions)); {
+	case err == nil:
+		return nil
+	case hasCode(err, "ResourceNotFound") && (!known || actions[i].ActionType == aztables.TransactionTypeDelete):
+		return errAbsentDelete // the reading way tells a resend by attempt
+	case !hasCode(err, "EntityAlreadyExists"):
+		return fmt.Errorf("azstore: transaction: %w", err)
+	}
+	switch g, err := s.readGuard(ctx, w.pk); {
+	case err != nil:
+		return err
+	case g != nil && g.attempt == attempt:
+		return nil // a resend of the transaction, which committed
+	}
+	return fmt.Errorf("azstore: %w: a key the batch expects absent exists", indextable.ErrConflict)
+}
+
+// failedActionIndex finds the index of the action that failed a
+// transaction in Azure's message, which starts with it:
+// "value":"2:The specified resource does not exist.
+var failedActionIndex = regexp.MustCompile(`"value"\s*:\s*"(\d+):`)
+
+// failedAction returns the zero-based index of the action that failed a
+// transaction of n actions with err, and whether err names one. The SDK
+// keeps it in the error's text alone: the *azcore.ResponseError of a
+// failed transaction has StatusCode 202 and no ErrorCode.
+func failedAction(err error, n int) (int, bool) {
+	if err == nil {
+		return 0, false
+	}
+	m := failedActionIndex.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	i, err := strconv.Atoi(m[1])
+	return i, err == nil && i < n
+}
+
+// applyRead tries w the reading way: it reads the guard and every key w
+// expects or deletes (readGuarded), checks the expectations, and commits
+// the writes with the guard updated on condition of its ETag, or added if
+// there was none. When the guard names prior, a blind attempt of w that
+// committed (the SDK resent it, and the resend found a key it deletes
+// gone), w is applied.
+func (s *Store) applyRead(ctx context.Context, w *write, prior string) error {
+	g, found, err := s.readGuarded(ctx, w.pk, readRows(w.ops))
+	switch {
+	case err != nil:
+		return err
+	case g != nil && prior != "" && g.attempt == prior:
+		return nil
+	}
+	attempt := newAttempt()
+	var ga aztables.TransactionAction
+	if g == nil {
+		ga, err = guardAction(w.pk, attempt, aztables.TransactionTypeAdd, nil)
+	} else {
+		ga, err = guardAction(w.pk, attempt, aztables.TransactionTypeUpdateReplace, &g.ETag)
+	}
+	if err != nil {
+		return err
+	}
+	actions := []aztables.TransactionAction{ga}
+	for _, op := range w.ops {
+		v := found[rowKey(op.Key)]
+		var a aztables.TransactionAction
+		switch op.Kind {
+		case indextable.OpPut:
+			a, err = putAction(op, false)
+		case indextable.OpDelete:
+			if v == nil {
+				continue // Azure fails a transaction that deletes a missing entity
+			}
+			a, err = deleteAction(w.pk, op.Key)
+		default:
+			if err := indextable.CheckExpectation(op, v); err != nil {
+				return fmt.Errorf("azstore: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		actions = append(actions, a)
+	}
+	return s.commit(ctx, w.pk, attempt, actions)
+}
+
+// readRows returns the distinct RowKeys of the keys ops expect or delete.
+func readRows(ops []indextable.Op) []string {
+	var rows []string
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if rk := rowKey(op.Key); op.Kind != indextable.OpPut && !seen[rk] {
+			seen[rk] = true
+			rows = append(rows, rk)
+		}
+	}
+	return rows
+}
+
+// readGuarded reads the guard of partition pk (nil when there is none) and
+// the entities of rows, and returns the values it found by RowKey. It
+// sends partition queries one after the other: the guard and the first 13
+// rows, then 14 rows a query, as Azure allows 15 comparisons in a filter
+// and each query spends one on the PartitionKey. One batch of at most 13
+// keys to read so costs one query, not a read a key and one of the guard.
+//
+// Why the values read so are those the batch's commit overwrites: every
+// batch that commits in a partition rewrites its guard, and the commit
+// that follows these reads is conditional on the guard's ETag as read
+// here, so it fails if any batch committed in the partition after the
+// guard was read; Azure runs an entity group transaction with snapshot
+// isolation, all of it against one state of the partition. A partition
+// query returns its rows in RowKey order, and "!guard" sorts before every
+// encoded key (they start with 'k'), so the guard is read no later than
+// the rows of its query; the guard's query is sent first, and the others
+// after it has answered. So every row is read at or after the moment the
+// guard was: if a batch changed the row after the guard was read, before
+// or after the row was read, the commit fails and the batch reads again;
+// if the commit succeeds, nothing in the partition changed between the
+// guard's read and the commit, and each row still held what was read.
+func (s *Store) readGuarded(ctx context.Context, pk string, rows []string) (*guard, map[string][]byte, error) {
+	var g *guard
+	found := make(map[string][]byte, len(rows))
+	read := func(data []byte) error {
+		rk, v, err := parseEntity(data)
+		switch {
+		case err != nil:
+			return err
+		case rk == guardRow:
+			g, err = parseGuard(data)
+			return err
+		}
+		found[rk] = v
+		return nil
+	}
+	for chunk := range slices.Chunk(append([]string{guardRow}, rows...), rowsPerQuery) {
+		if err := s.queryRows(ctx, pk, chunk, aztables.MetadataFormatMinimal, read); err != nil {
+			return nil, nil, err
+		}
+	}
+	return g, found, nil
+}
+
+// parseGuard returns the guard of its JSON as a query with minimal
+// metadata returns it, which carries its ETag as "odata.etag" (a query
+// with no metadata does not).
+func parseGuard(data []byte) (*guard, error) {
+	var g struct {
+		Attempt string
+		ETag    string `json:"odata.etag"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		return nil, fmt.Errorf("azstore: guard: %w", err)
+	}
+	if g.ETag == "" {
+		return nil, errors.New("azstore: guard: the query returned no ETag")
+	}
+	return &guard{ETag: azcore.ETag(g.ETag), attempt: g.Attempt}, nil
+}
+
+// commit submits the actions of a batch read first, whose first action
+// updates or adds the guard of partition pk naming attempt. When the
+// transaction fails on the guard's condition, another batch overtook
+// this one (errOvertaken), or the SDK resent it after it committed, and
+// the resend found the guard changed by the first: then attempt is in the
+// guard, and the batch is applied.
+func (s *Store) commit(ctx context.Context, pk, attempt string, actions []aztables.TransactionAction) error {
+	_, err := s.client.SubmitTransaction(ctx, actions, nil)
+	if err == nil {
+		return nil
+	}
+	// A key deleted that another writer deleted first, which changed the
+	// guard too, is the same as the guard's condition.
+	if !hasCode(err, "UpdateConditionNotSatisfied") && !hasCode(err, "EntityAlreadyExists") && !hasCode(err, "ResourceNotFound") {
+		return fmt.Errorf("azstore: transaction: %w", err)
+	}
+	switch g, err := s.readGuard(ctx, pk); {
+	case err != nil:
+		return err
+	case g != nil && g.attempt == attempt:
+		return nil
+	}
+	return errOvertaken
 }
 
 // readGuard reads the guard of partition pk, nil when there is none.

@@ -179,25 +179,42 @@ func TestOpenSendsOneRequest(t *testing.T) {
 }
 
 // TestLostAnswer: a transaction that committed, whose answer was lost and
-// which the SDK sent again, is reported as applied, not as a conflict.
-// Both for a batch that inserts (no reads) and one that reads first.
+// which the SDK sent again, is reported as applied, not as a conflict:
+// for a batch that inserts (no reads), one that reads first, and a blind
+// one that deletes (whose resend finds the key it deletes gone, and which
+// the reading way then finds committed by its guard). Each costs the
+// transaction, its resend and the reads that tell it committed.
 func TestLostAnswer(t *testing.T) {
 	ctx := context.Background()
 	tr := &transport{}
 	s := openWith(t, tr)
-	for _, expect := range []func(*indextable.Batch){
-		func(b *indextable.Batch) { b.ExpectAbsent([]byte("k")) },
-		func(b *indextable.Batch) { b.ExpectValue([]byte("k"), []byte("v0")) },
+	k, k2 := []byte("ka"), []byte("ka2") // one partition
+	for _, tc := range []struct {
+		name     string
+		batch    func(*indextable.Batch)
+		requests int64
+		want     map[string]string // key: value, "" for absent
+	}{
+		{"insert", func(b *indextable.Batch) { b.ExpectAbsent(k); b.Put(k, []byte("v0")) }, 3, map[string]string{"ka": "v0"}},
+		{"read first", func(b *indextable.Batch) { b.ExpectValue(k, []byte("v0")); b.Put(k, []byte("v1")) }, 4, map[string]string{"ka": "v1"}},
+		{"blind delete", func(b *indextable.Batch) { b.Delete(k); b.Put(k2, []byte("v2")) }, 3, map[string]string{"ka": "", "ka2": "v2"}},
 	} {
 		tr.loseOnce.Store(true)
+		before := tr.requests.Load()
 		var b indextable.Batch
-		expect(&b)
-		b.Put([]byte("k"), []byte("v0"))
-		require.NoError(t, s.Apply(ctx, &b))
-		require.False(t, tr.loseOnce.Load(), "the answer was lost")
-		v, err := s.Get(ctx, []byte("k"))
-		require.NoError(t, err)
-		require.Equal(t, []byte("v0"), v)
+		tc.batch(&b)
+		require.NoError(t, s.Apply(ctx, &b), tc.name)
+		require.False(t, tr.loseOnce.Load(), "%s: the answer was lost", tc.name)
+		require.Equal(t, tc.requests, tr.requests.Load()-before, tc.name)
+		for key, want := range tc.want {
+			v, err := s.Get(ctx, []byte(key))
+			if want == "" {
+				require.ErrorIs(t, err, indextable.ErrNotFound, "%s: %s", tc.name, key)
+				continue
+			}
+			require.NoError(t, err, tc.name)
+			require.Equal(t, want, string(v), "%s: %s", tc.name, key)
+		}
 	}
 }
 
@@ -302,4 +319,250 @@ func TestLongKeys(t *testing.T) {
 	b.Reset()
 	b.ExpectValue(long, []byte("v"))
 	require.ErrorIs(t, s.Apply(ctx, &b), indextable.ErrConflict)
+}
+
+// hookedTransport counts requests as countingTransport does, and, when
+// afterQuery is set, calls it with the number of queries answered so far
+// once each query's answer is in, before the store reads it: a write
+// there lands between the store's reads, or its reads and its commit.
+type hookedTransport struct {
+	countingTransport
+	queries    atomic.Int64
+	afterQuery func(n int64)
+}
+
+// Do sends req, counting it, and calls afterQuery after a query.
+func (h *hookedTransport) Do(req *http.Request) (*http.Response, error) {
+	resp, err := h.countingTransport.Do(req)
+	if _, query := req.URL.Query()["$filter"]; err == nil && query {
+		if n := h.queries.Add(1); h.afterQuery != nil {
+			h.afterQuery(n)
+		}
+	}
+	return resp, err
+}
+
+// openCounting opens a store on the Azure table name through a
+// hookedTransport, with azstore.Open's retries.
+func openCounting(t *testing.T, conn, name string) (*azstore.Store, *hookedTransport) {
+	t.Helper()
+	tr := &hookedTransport{}
+	return openTable(t, conn, name, &aztables.ClientOptions{ClientOptions: policy.ClientOptions{
+		Transport: tr,
+		Retry:     policy.RetryOptions{MaxRetries: 5},
+	}}), tr
+}
+
+// pkeys returns n keys of the partition p (two bytes): p00, p01, ...
+func pkeys(p string, from, n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "%s%02d", p, from+i)
+	}
+	return keys
+}
+
+// putKeys stores each of keys with itself as its value.
+func putKeys(t *testing.T, s *azstore.Store, keys [][]byte) {
+	t.Helper()
+	for _, k := range keys {
+		var b indextable.Batch
+		b.Put(k, k)
+		require.NoError(t, s.Apply(context.Background(), &b))
+	}
+}
+
+// requireValues checks the values of keys in s: want[i] for keys[i],
+// nil for absent.
+func requireValues(t *testing.T, s *azstore.Store, keys, want [][]byte) {
+	t.Helper()
+	for i, k := range keys {
+		v, err := s.Get(context.Background(), k)
+		if want[i] == nil {
+			require.ErrorIs(t, err, indextable.ErrNotFound, "%s", k)
+			continue
+		}
+		require.NoError(t, err, "%s", k)
+		require.Equal(t, want[i], v, "%s", k)
+	}
+}
+
+// expectAll returns a batch that expects each of keys to hold itself, and
+// puts put.
+func expectAll(keys [][]byte, put []byte) *indextable.Batch {
+	var b indextable.Batch
+	for _, k := range keys {
+		b.ExpectValue(k, k)
+	}
+	b.Put(put, []byte("new"))
+	return &b
+}
+
+// TestApplyRequests counts the requests of Apply: a batch that reads k
+// keys sends one query for the guard and up to 13 keys, then one a 14
+// more, and its transaction; a batch of puts and deletes sends its
+// transaction alone, and one more query and transaction when it deletes
+// an absent key.
+func TestApplyRequests(t *testing.T) {
+	ctx := context.Background()
+	conn := azuritetest.Connection(t)
+	pa := pkeys("pa", 0, 30)
+	newKey := []byte("pa99")
+	for _, tc := range []struct {
+		name     string
+		stored   [][]byte
+		batch    *indextable.Batch
+		err      error
+		requests int64
+		keys     [][]byte // and what they hold after
+		want     [][]byte
+	}{
+		{"13 keys read", pa[:13], expectAll(pa[:13], newKey), nil, 2, [][]byte{pa[12], newKey}, [][]byte{pa[12], []byte("new")}},
+		{"14 keys read", pa[:14], expectAll(pa[:14], newKey), nil, 3, [][]byte{newKey}, [][]byte{[]byte("new")}},
+		{"30 keys read", pa, expectAll(pa, newKey), nil, 1 + 3, [][]byte{newKey}, [][]byte{[]byte("new")}},
+		{"an expectation fails", pa[:12], expectAll(pa[:13], newKey), indextable.ErrConflict, 1, [][]byte{newKey}, [][]byte{nil}},
+		{"blind puts and deletes", pa[:6], func() *indextable.Batch {
+			var b indextable.Batch
+			b.Delete(pa[0])
+			b.Delete(pa[1])
+			b.Put(pa[2], []byte("new"))
+			b.ExpectAbsent(newKey)
+			b.Put(newKey, []byte("new"))
+			return &b
+		}(), nil, 1, [][]byte{pa[0], pa[1], pa[2], pa[3], newKey}, [][]byte{nil, nil, []byte("new"), pa[3], []byte("new")}},
+		{"blind delete of an absent key", pa[:3], func() *indextable.Batch {
+			var b indextable.Batch
+			b.Delete(pa[0])
+			b.Delete(pa[20]) // absent
+			b.Put(pa[1], []byte("new"))
+			b.Put(newKey, []byte("new"))
+			return &b
+		}(), nil, 1 + 1 + 1, [][]byte{pa[0], pa[1], pa[2], pa[20], newKey}, [][]byte{nil, []byte("new"), pa[2], nil, []byte("new")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, tr := openCounting(t, conn, azuritetest.FreshTable(t, conn, "req"))
+			putKeys(t, s, tc.stored)
+			tr.reset()
+			err := s.Apply(ctx, tc.batch)
+			if tc.err == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.err)
+			}
+			require.Equal(t, tc.requests, tr.n.Load())
+			requireValues(t, s, tc.keys, tc.want)
+		})
+	}
+}
+
+// TestGetManyRequests counts the requests of GetMany: one query a
+// partition and 14 keys (a point read for a single key), none for a key
+// too long to be stored; the values come in the order of the keys, nil
+// for absent ones, and a key asked twice gets a copy of its own.
+func TestGetManyRequests(t *testing.T) {
+	ctx := context.Background()
+	conn := azuritetest.Connection(t)
+	long := bytes.Repeat([]byte("pa"), 300)
+	pa, pb, pc := pkeys("pa", 0, 20), pkeys("pb", 0, 5), pkeys("pc", 0, 5)
+	stored := slices.Concat(pa[:16], pb[:3], pc[:4])
+	present := func(keys [][]byte) [][]byte {
+		want := make([][]byte, len(keys))
+		for i, k := range keys {
+			if slices.ContainsFunc(stored, func(s []byte) bool { return bytes.Equal(s, k) }) {
+				want[i] = k
+			}
+		}
+		return want
+	}
+	backward := slices.Clone(pa)
+	slices.Reverse(backward)
+	var mixed [][]byte // the three partitions in turn
+	for i := range 5 {
+		mixed = append(mixed, pc[i], pa[i+14], pb[i])
+	}
+	s, tr := openCounting(t, conn, azuritetest.FreshTable(t, conn, "req"))
+	putKeys(t, s, stored)
+	for _, tc := range []struct {
+		name     string
+		keys     [][]byte
+		requests int64
+	}{
+		{"20 keys of one partition", backward, 2},
+		{"15 keys of 3 partitions", mixed, 3},
+		{"one key", pa[3:4], 1},
+		{"one absent key", pa[19:], 1},
+		{"repeated and too long keys", [][]byte{pa[0], long, pa[0], pa[17], pa[1]}, 1},
+		{"only a key too long", [][]byte{long}, 0},
+		{"no keys", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr.reset()
+			got, err := s.GetMany(ctx, tc.keys, [][]byte{[]byte("kept")})
+			require.NoError(t, err)
+			require.Equal(t, tc.requests, tr.n.Load())
+			require.Equal(t, append([][]byte{[]byte("kept")}, present(tc.keys)...), got)
+			for i := range got {
+				for j := range i {
+					if len(got[i]) > 0 && len(got[j]) > 0 {
+						require.NotSame(t, &got[i][0], &got[j][0], "values %d and %d share memory", i, j)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestOvertakenBetweenReadAndCommit: a batch that reads keys and that
+// another writer overtakes, after one of its queries and before its
+// commit, fails its commit on the guard, reads again and then commits
+// or conflicts on what it reads: also when the write falls between two
+// of its queries, on a key the first one read. The requests are exact:
+// the reads, the failed transaction, the guard's read that tells it was
+// not a resend, the reads again and the transaction.
+func TestOvertakenBetweenReadAndCommit(t *testing.T) {
+	ctx := context.Background()
+	conn := azuritetest.Connection(t)
+	pa := pkeys("pa", 0, 30)
+	other, mine := []byte("pa98"), []byte("pa99")
+	for _, tc := range []struct {
+		name     string
+		read     int   // keys the batch expects to hold themselves
+		after    int64 // the writer writes after this query
+		written  []byte
+		err      error
+		requests int64
+	}{
+		{"a key not read", 5, 1, other, nil, 1 + 1 + 1 + 1 + 1},
+		{"a key read", 5, 1, pa[2], indextable.ErrConflict, 1 + 1 + 1 + 1},
+		{"a key read, the first query's, after the second", 30, 2, pa[0], indextable.ErrConflict, 3 + 1 + 1 + 3},
+		{"a key not read, between queries", 30, 2, other, nil, 3 + 1 + 1 + 3 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := azuritetest.FreshTable(t, conn, "race")
+			s, tr := openCounting(t, conn, name)
+			writer := openTable(t, conn, name, nil)
+			putKeys(t, s, pa[:tc.read])
+			tr.reset()
+			tr.queries.Store(0)
+			tr.afterQuery = func(n int64) {
+				if n == tc.after {
+					var b indextable.Batch
+					b.Put(tc.written, []byte("theirs"))
+					require.NoError(t, writer.Apply(ctx, &b))
+				}
+			}
+			err := s.Apply(ctx, expectAll(pa[:tc.read], mine))
+			tr.afterQuery = nil
+			require.Equal(t, tc.requests, tr.n.Load())
+			if tc.err == nil {
+				require.NoError(t, err)
+				requireValues(t, s, [][]byte{mine}, [][]byte{[]byte("new")})
+			} else {
+				require.ErrorIs(t, err, tc.err)
+				require.ErrorContains(t, err, "does not hold the expected value")
+				requireValues(t, s, [][]byte{mine}, [][]byte{nil})
+			}
+			requireValues(t, s, [][]byte{tc.written}, [][]byte{[]byte("theirs")})
+		})
+	}
 }
