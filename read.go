@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"math"
 	"reflect"
 	"slices"
 	"unsafe"
@@ -19,7 +21,8 @@ import (
 // the fact table, gather up to fetchChunk entries and fetch their records
 // with one GetMany (a checked read returns the whole record, covered or
 // not). Buffers live for the whole scan, so a read
-// allocates per record only what the codec does.
+// allocates per record only what the codec does. A read with a Limit scans
+// in rounds sized to what it needs (see scanRounds).
 //
 // A read that overlapped a DisableIndex (or EnableIndex) of its index in
 // this table may have missed the entries the disabling deleted: unless the
@@ -73,10 +76,7 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 	p := &rd.plan
 	r := p.r
 	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
-		if len(rd.pending) == 0 && len(p.where) == 0 && p.fixed == 0 {
-			r.Limit = q.Limit // else some entries may be skipped
-		}
-		for e, err := range t.store.Scan(ctx, r) {
+		for e, err := range t.scanRounds(ctx, rd, r) {
 			short := false
 			if err == nil {
 				short, err = t.shortKey(p, e)
@@ -101,7 +101,7 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 		return
 	}
 	rd.f.t, rd.f.ix = t, p.ix
-	for e, err := range t.store.Scan(ctx, r) {
+	for e, err := range t.scanRounds(ctx, rd, r) {
 		short := false
 		if err == nil {
 			short, err = t.shortKey(p, e)
@@ -129,6 +129,125 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 	}
 }
 
+// scanRounds yields the entries of r for read rd: with no Limit, those of
+// one scan; with one, in rounds, so that the store is asked for about what
+// the read needs rather than for its own page size (Azure Table storage
+// reads up to 1,000 entities a page) while entries may be skipped. The
+// first round asks for what the read needs and the entries it may skip
+// (see firstRound); a round that ends at its limit is followed by one twice
+// as large, after the last key read (in scan order, so below it in
+// Reverse), until the read stops, having its Limit, or a round ends short:
+// the range is done.
+//
+// Rounds change nothing a read promises: the records with queued changes
+// are collected before the first round, and an entry read in a later round
+// is checked as in the first; a store's own scan already resumes after a
+// key between pages (the memory store's chunks, Azure's continuation
+// tokens), so rounds are no less consistent than one scan.
+func (t *Table[T]) scanRounds(ctx context.Context, rd *reader[T], r ScanRange) iter.Seq2[Entry, error] {
+	first := rd.firstRound()
+	if first == 0 {
+		return t.store.Scan(ctx, r)
+	}
+	s := &rd.rounds
+	if s.all == nil { // bound once for the pooled reader
+		s.all, s.entry = s.scan, s.next
+	}
+	s.store, s.ctx, s.r = t.store, ctx, r
+	s.r.Limit = first
+	return s.all
+}
+
+// rounds is the state of a scan in rounds (see scanRounds), kept in the
+// pooled reader with the functions bound to it, so that a read allocates
+// nothing for it.
+type rounds struct {
+	store Store
+	ctx   context.Context
+	r     ScanRange // of the round being read
+	n     int       // entries it yielded so far
+	yield func(Entry, error) bool
+	ended bool // yield returned false
+	// after holds the last key of a round (after[1]) and of the one before
+	// it, which the round being read may still be using as r.After.
+	after [2][]byte
+	all   iter.Seq2[Entry, error] // scan
+	entry func(Entry, error) bool // next
+}
+
+func (s *rounds) scan(yield func(Entry, error) bool) {
+	s.yield, s.ended = yield, false
+	for {
+		s.n = 0
+		s.store.Scan(s.ctx, s.r)(s.entry)
+		if s.ended || s.n < s.r.Limit {
+			break
+		}
+		s.r.After = s.after[1]
+		if s.r.Limit > math.MaxInt/2 {
+			s.r.Limit = 0 // the rest of the range
+		} else {
+			s.r.Limit *= 2
+		}
+	}
+	s.yield = nil
+}
+
+func (s *rounds) next(e Entry, err error) bool {
+	if s.ended {
+		return false
+	}
+	if err == nil {
+		if s.n++; s.n == s.r.Limit {
+			// The round's last entry: the next round resumes after it.
+			// Copied before the read's loop body may let the store reuse
+			// its memory, into the buffer this round's r.After is not.
+			s.after[0] = append(s.after[0][:0], e.Key...)
+			s.after[0], s.after[1] = s.after[1], s.after[0]
+		}
+	}
+	if !s.yield(e, err) {
+		s.ended = true
+	}
+	return !s.ended
+}
+
+// kept returns what a pooled reader keeps of s: its buffers and its bound
+// functions, not the read's context, store, range or loop body.
+func (s *rounds) kept() rounds {
+	return rounds{after: [2][]byte{s.after[0][:0], s.after[1][:0]}, all: s.all, entry: s.entry}
+}
+
+// firstRound returns the limit of the first scan of rd, or 0 for one scan
+// without a limit. It is the results the read still needs and the entries
+// it expects to skip: one for each record with queued changes (an entry of
+// such a record may be left behind, moved or gone; most records have one
+// entry in range), or maxPendingChecked when the read checks every record
+// (more changes than that are queued, so as many entries may be stale);
+// and, under a Where, as many again as the results needed, a guess at a
+// filter that keeps half. A wrong guess costs a few more rounds (doubling
+// keeps them logarithmic in the entries skipped) or a few more entries in
+// the first, never a wrong result. Short keys (a Key func's tuples of
+// another length) are rare and left to the rounds; so is a normalized
+// read of a stale index, which learns nothing of its queue.
+func (rd *reader[T]) firstRound() int {
+	need := rd.limit - rd.n
+	if rd.limit <= 0 || need <= 0 {
+		return 0
+	}
+	extra := len(rd.pending)
+	if rd.check {
+		extra = maxPendingChecked
+	}
+	if len(rd.plan.where) > 0 {
+		extra += need
+	}
+	if need > math.MaxInt-extra {
+		return 0
+	}
+	return need + extra
+}
+
 // reader is the state of one read, kept in the table's pool with its
 // buffers for the next read.
 type reader[T any] struct {
@@ -143,6 +262,7 @@ type reader[T any] struct {
 	ended    bool   // the read failed, or its caller stopped it: yield no more
 	rec      T      // decoded into, then yielded by value
 	whereBuf []byte // a field's encoding, to compare with Where
+	rounds   rounds
 	zero     T
 	n        int  // records yielded
 	counting bool // a Count, which needs no record
@@ -167,10 +287,10 @@ func (t *Table[T]) freeReader(rd *reader[T]) {
 	clear(f.values[:cap(f.values)])
 	clear(f.ownKeys[:cap(f.ownKeys)])
 	f.reset()
-	if cap(f.buf) > 1<<16 || cap(rd.plan.buf) > 1<<12 {
+	if cap(f.buf) > 1<<16 || cap(rd.plan.buf) > 1<<12 || cap(rd.rounds.after[0])+cap(rd.rounds.after[1]) > 1<<12 {
 		return
 	}
-	*rd = reader[T]{plan: scanPlan{buf: rd.plan.buf[:0]}, f: fetcher[T]{
+	*rd = reader[T]{plan: scanPlan{buf: rd.plan.buf[:0]}, rounds: rd.rounds.kept(), f: fetcher[T]{
 		buf: f.buf, pending: f.pending, keys: f.keys[:0], values: f.values[:0], scratch: f.scratch[:0], ownKeys: f.ownKeys[:0],
 	}}
 	t.readers.Put(rd)

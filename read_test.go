@@ -1,6 +1,7 @@
 package indextable_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"iter"
@@ -11,6 +12,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -283,6 +285,190 @@ func TestCoveredReadsAtLengthBoundaries(t *testing.T) {
 				got = append(got, r)
 			}
 			require.Equal(t, want, got, "%T %s", codec, ix)
+		}
+	}
+}
+
+// pagingStore reads each scan a page at a time, as Azure Table storage
+// does: a page holds up to pagingStoreSize entries, or the scan's Limit
+// when that is smaller, and is read whole before any of it is yielded. A
+// counting store under it counts the entries the pages read, which a
+// read that stops early still paid for.
+type pagingStore struct{ it.Store }
+
+const pagingStoreSize = 1000
+
+func (s pagingStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	return func(yield func(it.Entry, error) bool) {
+		var page []it.Entry
+		for left := r.Limit; ; {
+			n := pagingStoreSize
+			if r.Limit > 0 {
+				n = min(n, left)
+			}
+			pr := r
+			pr.Limit = n
+			page = page[:0]
+			for e, err := range s.Store.Scan(ctx, pr) {
+				if err != nil {
+					yield(it.Entry{}, err)
+					return
+				}
+				page = append(page, it.Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+			}
+			for _, e := range page {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			left -= len(page)
+			if len(page) < n || r.Limit > 0 && left == 0 {
+				return
+			}
+			r.After = page[len(page)-1].Key
+		}
+	}
+}
+
+// TestLimitedReadsScanWhatTheyNeed checks that a read with a Limit asks
+// the store for about what it needs while changes are pending, in rounds
+// that continue after the last key read when entries are skipped; and
+// that it returns what the same read without a Limit returns first, and
+// Count and FindPage agree.
+//
+// The table holds 500 records that every query selects, and changes
+// queued for its Eventual indexes: records moved out of the queries'
+// ranges (their entries there are left behind, to be skipped), either
+// the first ones each query reads, forward or in Reverse, or some drawn
+// at random; or records changed in place, whose entries stay. With 20
+// changes a read knows the records to check; with 100 it checks them all.
+//
+// The table's store reads a page at a time (pagingStore). A counting store
+// over it counts the entries the read consumed, one under it those the
+// store read.
+func TestLimitedReadsScanWhatTheyNeed(t *testing.T) {
+	const (
+		records = 500
+		limit   = 10
+		slack   = 4
+	)
+	ctx := context.Background()
+	record := func(i int) person {
+		return person{ID: i, Name: fmt.Sprintf("N%03d", i), Town: "R", Tags: []string{"t", "x"},
+			Email: fmt.Sprintf("e%03d", i), Score: i, Note: fmt.Sprint("n", i%4)}
+	}
+	moved := func(p person) person {
+		p.Name, p.Town, p.Tags = "M"+p.Name[1:], "S", []string{"u"}
+		return p
+	}
+	inPlace := func(p person) person {
+		p.Score = -p.Score - 1
+		return p
+	}
+	first := func(n int) func(bool) []int { // the records each query reads first
+		return func(reverse bool) []int {
+			ids := make([]int, n)
+			for i := range ids {
+				ids[i] = i
+				if reverse {
+					ids[i] = records - 1 - i
+				}
+			}
+			return ids
+		}
+	}
+	random := func(bool) []int {
+		return rand.New(rand.NewPCG(3, 3)).Perm(records)[:20]
+	}
+	where := map[string]any{"Note": "n1"} // a quarter of the records
+	queries := []struct {
+		name string
+		q    it.Query
+		// queue: the read scans the queue first, reading its changes.
+		queue bool
+	}{
+		{"full-copy", it.Query{Index: "town_name", Eq: it.Tuple{"R"}}, true},
+		{"keys-only", it.Query{Index: "town", Eq: it.Tuple{"R"}}, false},
+		{"keys-only covered", it.Query{Index: "town", Eq: it.Tuple{"R"}, Covered: true}, true},
+		{"partial", it.Query{Index: "name", Lower: it.Inclusive("N")}, false},
+		{"partial covered", it.Query{Index: "name", Lower: it.Inclusive("N"), Covered: true}, true},
+		{"multi-valued", it.Query{Index: "tags", Eq: it.Tuple{"t"}}, false},
+		{"multi-valued covered", it.Query{Index: "tags", Eq: it.Tuple{"t"}, Covered: true}, true},
+		{"unique", it.Query{Index: "email", Lower: it.Inclusive("e")}, false},
+		{"full-copy where", it.Query{Index: "town_name", Eq: it.Tuple{"R"}, Where: where}, true},
+		{"keys-only where", it.Query{Index: "town", Eq: it.Tuple{"R"}, Where: where}, false},
+	}
+	changes := []struct {
+		name   string
+		ids    func(reverse bool) []int
+		change func(person) person
+	}{
+		{"first moved", first(20), moved},
+		{"random moved", random, moved},
+		{"first changed in place", first(20), inPlace},
+		{"many first moved", first(100), moved},
+	}
+	for _, ch := range changes {
+		for _, reverse := range []bool{false, true} {
+			read := countingstore.New(it.NewMemoryStore())
+			consumed := countingstore.New(pagingStore{read})
+			tbl, err := it.Open(ctx, consumed, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+			require.NoError(t, err)
+			for i := range records {
+				_, err := tbl.Insert(ctx, record(i))
+				require.NoError(t, err)
+			}
+			storetest.Drain(t, tbl)
+			ids := ch.ids(reverse)
+			for _, id := range ids {
+				_, err := tbl.Update(ctx, ch.change(record(id)))
+				require.NoError(t, err)
+			}
+			changed := len(ids)
+			require.Equal(t, changed, pending(t, tbl))
+			for _, c := range queries {
+				name := fmt.Sprintf("%s/reverse=%t/%s", ch.name, reverse, c.name)
+				q := c.q
+				q.Reverse = reverse
+				all := collect(t, tbl, q)
+				require.Greater(t, len(all), limit, name)
+				q.Limit = limit
+				before, beforeRead := consumed.Counts(), read.Counts()
+				got := collect(t, tbl, q)
+				used, usedRead := consumed.Counts().Sub(before), read.Counts().Sub(beforeRead)
+				assert.Equal(t, all[:limit], got, name)
+
+				// The entries of the index read, and those the read needed:
+				// up to its last result.
+				scanned, needed := usedRead.ScanEntries, used.ScanEntries
+				if c.queue {
+					queued := int64(min(changed, 65)) // pendingRecords reads up to 65
+					scanned, needed = scanned-queued, needed-queued
+				}
+				t.Logf("%s: %d entries scanned (%d needed) in %d scans", name, scanned, needed, used.Scans)
+				if changed <= 64 && c.q.Where == nil {
+					// The first round asks for Limit and the entries of the
+					// records with changes (a normalized read, which knows
+					// none, doubles Limit until it has its results).
+					assert.LessOrEqual(t, scanned, int64(limit+changed+slack), name)
+				} else {
+					// The skips are a guess: rounds double until the read
+					// has its results, reading at most about twice what it
+					// needed beyond the first round.
+					assert.LessOrEqual(t, scanned, 3*needed+slack, name)
+				}
+
+				n, err := tbl.Count(ctx, q)
+				require.NoError(t, err, name)
+				assert.Equal(t, limit, n, "Count: "+name)
+				page, cursor, err := tbl.FindPage(ctx, q)
+				require.NoError(t, err, name)
+				assert.Equal(t, all[:limit], page, "FindPage: "+name)
+				q.Cursor = cursor
+				page, _, err = tbl.FindPage(ctx, q)
+				require.NoError(t, err, name)
+				assert.Equal(t, all[limit:2*limit], page, "FindPage, the next page: "+name)
+			}
 		}
 	}
 }
