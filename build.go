@@ -288,7 +288,7 @@ func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []E
 	var group Batch
 	var members []Entry
 	flush := func() error {
-		err := t.store.Apply(ctx, &group)
+		err := t.applyHinted(ctx, &group)
 		if errors.Is(err, ErrConflict) {
 			err = nil
 			for _, rec := range members {
@@ -334,7 +334,7 @@ func (t *Table[T]) buildRecord(ctx context.Context, ix *indexTable, factKey, fac
 		if err != nil || b.Len() == 0 {
 			return err
 		}
-		err = t.store.Apply(ctx, b)
+		err = t.applyHinted(ctx, b)
 		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return err
 		}

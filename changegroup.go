@@ -22,6 +22,7 @@ type changeGroup struct {
 	done    bool          // applied
 	want    []*indexTable // the indexes the changes' entries are of
 	written []change      // the markers its failed tries wrote
+	applied []change      // the changes a try applied
 }
 
 // sortByAge orders g's changes by when they were queued, oldest first:
@@ -240,6 +241,10 @@ func (t *Table[T]) applyInSteps(ctx context.Context, view *indexView, g *changeG
 	view.noteMutations(g.ops[g.guard:], g.changesRecord())
 	err = t.store.Apply(ctx, &Batch{ops: lastStep(g)})
 	if errors.Is(err, ErrConflict) {
+		// The marker outlives the changes it stands for: hint it first.
+		if err := t.putHints(ctx, false, g.marker.Key); err != nil {
+			return err
+		}
 		err = t.store.Apply(ctx, &Batch{ops: g.ops[1:g.guard]})
 		if errors.Is(err, ErrConflict) {
 			err = errChangesMoved

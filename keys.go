@@ -19,6 +19,7 @@ import (
 //	5 intra entries  as 1, for IntraPartition indexes      as 1
 //	6 usage          none                                  usage totals
 //	7 record type    none                                  codec, type descriptor, primary key
+//	8 hints          as 3: the change record's key after it    hint flags, when hinted
 //
 // An index entry key is the entry's key fields, then, unless the index is
 // unique, the primary key components (a unique entry's value starts with
@@ -44,6 +45,7 @@ const (
 	SpaceIntra      KeySpace = 5
 	SpaceUsage      KeySpace = 6
 	SpaceRecordType KeySpace = 7
+	SpaceHints      KeySpace = 8
 	// SpaceOther is a key whose second element is none of the above.
 	SpaceOther KeySpace = 255
 )
@@ -104,6 +106,13 @@ func appendChangeKey(dst, queue, pk []byte, id int64) []byte {
 	return appendInt(append(append(dst, queue...), pk...), id)
 }
 
+// hintKey returns the key of the hint of the change record at changeKey,
+// in the table whose queue space is queue and hint space is hints: the
+// change record's key with the one space in place of the other.
+func hintKey(hints, queue, changeKey []byte) []byte {
+	return append(bytes.Clone(hints), changeKey[len(queue):]...)
+}
+
 // StoredKey is a key a table stores, parsed by ParseKey: its elements, as
 // encoded, where the key has them.
 type StoredKey struct {
@@ -143,7 +152,7 @@ func ParseKey(key []byte) (StoredKey, bool) {
 	}
 	k := StoredKey{Table: key[:ends[0]], Space: SpaceOther, Rest: key[ends[1]:]}
 	if s, _, err := DecodeElement(key[ends[0]:ends[1]]); err == nil {
-		if s, ok := s.(int64); ok && s >= 0 && s <= int64(SpaceRecordType) {
+		if s, ok := s.(int64); ok && s >= 0 && s <= int64(SpaceHints) {
 			k.Space = KeySpace(s)
 		}
 	}

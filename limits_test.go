@@ -479,6 +479,9 @@ func TestLimitsOfOtherBounds(t *testing.T) {
 // explanation of a refusal it does not get: an update allocates as much on
 // a store with size bounds as on one with its partitions alone.
 func TestCostOfTheChecks(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector makes sync.Pool drop what reads reuse")
+	}
 	ctx := context.Background()
 	allocs := func(s it.Store) float64 {
 		tbl, err := it.Open(ctx, s, it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},

@@ -26,8 +26,9 @@ type MaintainerOptions struct {
 	// time, in one store batch when the store allows it; 0 means 256.
 	BatchSize int
 	// MaxIdle is the longest wait between two looks at an empty queue; 0
-	// means 100ms. A write through the same Table wakes one of its
-	// maintainers at once.
+	// means 100ms, or 1s on a store that partitions keys, where a look is
+	// one request to the hints' partition (see SweepInterval). A write
+	// through the same Table wakes one of its maintainers at once.
 	MaxIdle time.Duration
 	// MaxBackoff is the longest wait after a store error; 0 means 5s.
 	MaxBackoff time.Duration
@@ -44,6 +45,12 @@ type MaintainerOptions struct {
 	// 3. The count is kept in the change record, so it holds across passes
 	// and processes. See RunMaintainer.
 	MaxFailures int
+	// SweepInterval is how often, on a store that partitions keys, a
+	// table's maintainers read its whole queue to hint the changes that
+	// have no hint and remove the hints whose change is gone (see
+	// hints.go); 0 means 5 minutes. A table sweeps in its first pass, and
+	// then at most once an interval, whichever maintainer's pass it is.
+	SweepInterval time.Duration
 
 	owner uint64 // identifies this maintainer in its lease
 	// unappliable, when set, hears of each change the maintainer logs as
@@ -76,6 +83,9 @@ func (o *MaintainerOptions) defaults() error {
 	}
 	if o.MaxFailures <= 0 {
 		o.MaxFailures = 3
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = defaultSweepInterval
 	}
 	if o.owner == 0 {
 		o.owner = rand.Uint64() | 1
@@ -143,6 +153,9 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
+	if opts.MaxIdle <= 0 && t.hinted() {
+		opts.MaxIdle = time.Second
+	}
 	if err := opts.defaults(); err != nil {
 		return err
 	}
@@ -203,8 +216,28 @@ func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (in
 	return t.applyPending(ctx, &opts)
 }
 
-func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int, error) {
+func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (applied int, err error) {
 	p := &pass[T]{t: t, o: o, began: time.Now()}
+	if t.sweepDue(o) {
+		if err := t.sweepHints(ctx, o); err != nil {
+			return 0, err
+		}
+	}
+	// One scan, whose pages the store sizes, rather than a scan for each
+	// batch: on a sharded store each scan starts a reader on every shard.
+	changes := t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd})
+	if t.hinted() {
+		if p.hints, err = t.hintsToApply(ctx, o); err != nil || len(p.hints) == 0 {
+			return 0, err
+		}
+		changes, p.seen = t.hintedQueue(ctx, p.hints), map[string]bool{}
+		defer func() {
+			// Also after an error: the changes applied before it are gone.
+			if serr := p.settleHints(ctx, err == nil); err == nil {
+				err = serr
+			}
+		}()
+	}
 	if err := t.sameCatalog(ctx); err != nil {
 		return 0, err
 	}
@@ -213,9 +246,7 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (int,
 			t.releaseLease(p.l)
 		}
 	}()
-	// One scan, whose pages the store sizes, rather than a scan for each
-	// batch: on a sharded store each scan starts a reader on every shard.
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+	for e, err := range changes {
 		if err != nil {
 			return p.applied, err
 		}
@@ -237,6 +268,11 @@ type pass[T any] struct {
 	groups  []changeGroup
 	held    int // changes in groups
 	applied int
+	// On a table that hints its changes: the hints the pass follows, the
+	// change records it read and those it applied.
+	hints []hint
+	seen  map[string]bool
+	done  [][]byte
 }
 
 // add takes the change record e. One that does not decode blocks nothing
@@ -245,6 +281,9 @@ type pass[T any] struct {
 // logged and left for a newer maintainer.
 func (p *pass[T]) add(ctx context.Context, e Entry) error {
 	t, o := p.t, p.o
+	if p.seen != nil {
+		p.seen[string(e.Key)] = true
+	}
 	pk, pkErr := t.changePK(e.Key)
 	if pkErr == nil && o.Partitions > 1 && int(fnv1a(pk)%uint64(o.Partitions)) != o.Partition ||
 		pkErr != nil && o.Partition != 0 {
@@ -321,8 +360,30 @@ func (p *pass[T]) flush(ctx context.Context) error {
 	}
 	n, err := p.t.applyGroups(ctx, p.groups, p.l, p.o)
 	p.applied += n
+	if p.seen != nil {
+		for _, g := range p.groups {
+			p.done = append(p.done, changeKeys(g.applied)...)
+		}
+	}
 	p.groups, p.held = p.groups[:0], 0
 	return err
+}
+
+// settleHints removes the hints of the changes the pass applied and, when
+// it read all it meant to (whole), those older than hintGrace whose change
+// record it did not find: their writer failed, or died, before it
+// committed the change.
+func (p *pass[T]) settleHints(ctx context.Context, whole bool) error {
+	drop := p.done
+	for _, h := range p.hints {
+		if whole && !p.seen[string(h.change)] && !h.when.IsZero() && time.Since(h.when) > hintGrace {
+			drop = append(drop, h.change)
+		}
+	}
+	if err := p.t.dropHints(ctx, drop); err != nil {
+		return fmt.Errorf("table %q: remove the hints of applied changes: %w", p.t.name, err)
+	}
+	return nil
 }
 
 // queuedDuring reports whether c was queued after a pass that began at
@@ -392,17 +453,21 @@ func (t *Table[T]) unappliable(ctx context.Context, o *MaintainerOptions, s stuc
 		}
 		o.Logger.ErrorContext(ctx, msg, "table", t.name, "error", err, "failures", f.count, "max_failures", o.MaxFailures)
 	}
-	n, werr := t.rewriteFailed(ctx, s.changes, f)
-	if werr == nil && n > 0 && f.setAside && o.Logger != nil {
-		o.Logger.ErrorContext(ctx, "indextable: changes set aside", "table", t.name, "changes", n, "failures", f.count, "error", err)
+	rewritten, werr := t.rewriteFailed(ctx, s.changes, f)
+	if werr == nil && len(rewritten) > 0 && f.setAside {
+		if o.Logger != nil {
+			o.Logger.ErrorContext(ctx, "indextable: changes set aside", "table", t.name, "changes", len(rewritten), "failures", f.count, "error", err)
+		}
+		// Passes skip their hints from now on; reads still see them.
+		werr = t.putHints(ctx, true, rewritten...)
 	}
 	return werr
 }
 
 // rewriteFailed rewrites changes as failed as f, each conditional on its
-// value as read, and returns how many it rewrote; a change that moved
-// meanwhile is left as it is.
-func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failure) (int, error) {
+// value as read, and returns the keys of those it rewrote; a change that
+// moved meanwhile is left as it is.
+func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failure) ([][]byte, error) {
 	atom := t.store.Atomicity()
 	put := func(cs []change, f failure) error {
 		var b Batch
@@ -417,12 +482,12 @@ func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failur
 	}
 	err := put(changes, f)
 	if err == nil {
-		return len(changes), nil
+		return changeKeys(changes), nil
 	}
 	if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidBatch) {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var rewritten [][]byte
 	for i := range changes {
 		one := changes[i : i+1]
 		err := put(one, f)
@@ -433,12 +498,12 @@ func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failur
 		}
 		switch {
 		case err == nil:
-			n++
+			rewritten = append(rewritten, changes[i].key)
 		case !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidBatch):
-			return n, err
+			return rewritten, err
 		}
 	}
-	return n, nil
+	return rewritten, nil
 }
 
 // applyGroupsHeld is applyGroups under the drain lock; it adds to stuck
@@ -476,7 +541,7 @@ func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l 
 			for _, g := range joined {
 				view.noteMutations(g.ops, g.changesRecord())
 				applied += len(g.changes)
-				g.done = true
+				g.done, g.applied = true, g.changes
 			}
 		case !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidBatch):
 			return 0, err
@@ -524,6 +589,7 @@ func (t *Table[T]) applyGroup(ctx context.Context, view *indexView, g *changeGro
 		live.sortByAge()
 		live.all = live.changes
 		n, lfailed, err := t.tryGroup(ctx, view, live, l, o)
+		g.applied = live.applied
 		if lfailed == nil || err != nil {
 			return n, err
 		}
@@ -564,6 +630,7 @@ func (t *Table[T]) tryGroup(ctx context.Context, view *indexView, g *changeGroup
 		}
 		switch {
 		case err == nil:
+			g.applied = g.changes
 			return len(g.changes), nil, nil
 		case errors.Is(err, errChangesMoved) || errors.Is(err, errOvertaken) && attempt == maxGroupAttempts:
 			return 0, nil, nil

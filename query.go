@@ -48,9 +48,9 @@ type Query struct {
 	// Covered asks for the fields the index entry holds only, read from the
 	// index without touching the fact table: the primary key, the index's
 	// single-valued key fields and, for a Partial index, its projection. The
-	// other fields are left zero, except in a result that the read checked
-	// against its fact record (see Table.Find), which is the whole record.
-	// A FullCopy entry holds the whole record.
+	// other fields are left zero; a result that the read checked against its
+	// fact record (see Table.Find) has these fields from the record. A
+	// FullCopy entry holds the whole record.
 	Covered bool
 	// Where keeps only the records whose fields hold the given values, by
 	// field name; each field is single-valued and of a key type. Without

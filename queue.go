@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -225,8 +226,12 @@ func (t *Table[T]) changeRecord(pk, before []byte, existed bool, scope byte) (ke
 }
 
 // changePK returns the encoded primary key in a change record's key.
-func (t *Table[T]) changePK(key []byte) ([]byte, error) {
-	rest := key[len(t.queueSpace):]
+func (t *Table[T]) changePK(key []byte) ([]byte, error) { return t.recordOf(key, t.queueSpace) }
+
+// recordOf returns the encoded primary key in the key of a change record
+// or a hint, whose space's prefix is space.
+func (t *Table[T]) recordOf(key, space []byte) ([]byte, error) {
+	rest := key[len(space):]
 	off := 0
 	for range t.pk {
 		n, err := ElementLen(rest[off:])
@@ -253,25 +258,40 @@ type Lag struct {
 }
 
 // Lag reads the table's queue and reports how many changes are pending and
-// the age of the oldest, and how many are set aside.
+// the age of the oldest, and how many are set aside. On a store that
+// partitions keys it reads the queue's hints (one partition), then the
+// change records they name (see hints.go), never the whole queue.
 func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 	if err := checkContext(ctx); err != nil {
 		return Lag{}, err
 	}
 	var l Lag
 	var oldest time.Time
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
-		if err != nil {
-			return Lag{}, err
-		}
+	note := func(e Entry) {
 		if setAside(e.Value) {
 			l.SetAside++
-			continue
+			return
 		}
 		l.Pending++
 		c, err := decodeChange(e.Key, e.Value)
 		if err == nil && (oldest.IsZero() || c.enqueued.Before(oldest)) {
 			oldest = c.enqueued // a record that does not decode has no age
+		}
+	}
+	if t.hinted() {
+		queued, err := t.hintedChanges(ctx)
+		if err != nil {
+			return Lag{}, err
+		}
+		for _, e := range queued {
+			note(e)
+		}
+	} else {
+		for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+			if err != nil {
+				return Lag{}, err
+			}
+			note(e)
 		}
 	}
 	if !oldest.IsZero() {
@@ -338,21 +358,18 @@ func (t *Table[T]) applyQueued(ctx context.Context, o MaintainerOptions) error {
 // look. It fails with an error wrapping ErrChangeSetAside as soon as it
 // finds one of them set aside.
 func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [][]byte) error) error {
-	var keys [][]byte
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
-		if err != nil {
-			return err
-		}
-		if scope != 0 {
-			if c, err := decodeChange(e.Key, e.Value); err != nil || c.scope&scope == 0 {
-				continue
-			}
-		}
-		if setAside(e.Value) {
-			return t.setAsideError(e.Key, e.Value)
-		}
-		keys = append(keys, bytes.Clone(e.Key))
+	keys, err := t.queuedKeys(ctx, scope)
+	if err != nil {
+		return err
 	}
+	// A hint whose change was seen and is gone is of no more use: removing
+	// those of the changes waited for, as their maintainers also do, makes
+	// reads after the wait find none of them (best effort).
+	defer func(waited [][]byte) {
+		if len(keys) == 0 {
+			_ = t.dropHints(ctx, waited)
+		}
+	}(slices.Clone(keys))
 	wait := 200 * time.Microsecond
 	for len(keys) > 0 {
 		if step != nil {
@@ -374,6 +391,48 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 		wait = min(2*wait, 20*time.Millisecond)
 	}
 	return nil
+}
+
+// queuedKeys returns the keys of the change records queued now (only those
+// whose scope has a bit of scope, when set), in key order, or an error
+// wrapping ErrChangeSetAside when one of them is set aside. On a table
+// that hints its changes it reads them from the hints, and their records
+// a chunk at a time.
+func (t *Table[T]) queuedKeys(ctx context.Context, scope byte) ([][]byte, error) {
+	var keys [][]byte
+	add := func(key, value []byte) error {
+		if scope != 0 {
+			if c, err := decodeChange(key, value); err != nil || c.scope&scope == 0 {
+				return nil
+			}
+		}
+		if setAside(value) {
+			return t.setAsideError(key, value)
+		}
+		keys = append(keys, bytes.Clone(key))
+		return nil
+	}
+	if !t.hinted() {
+		for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+			if err == nil {
+				err = add(e.Key, e.Value)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return keys, nil
+	}
+	queued, err := t.hintedChanges(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range queued {
+		if err := add(e.Key, e.Value); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
 }
 
 // setAsideError returns the error of waitApplied for the change record
@@ -449,6 +508,26 @@ const maxPendingChecked = 64
 func (t *Table[T]) pendingRecords(ctx context.Context, dst [][]byte, within []byte) ([][]byte, bool, error) {
 	dst = dst[:0]
 	n := 0
+	note := func(pk []byte) bool {
+		if n++; n > maxPendingChecked {
+			return false
+		}
+		if len(dst) == 0 || !bytes.Equal(dst[len(dst)-1], pk) {
+			dst = append(dst, bytes.Clone(pk))
+		}
+		return true
+	}
+	if t.hinted() {
+		for h, err := range t.hints(ctx, within, maxPendingChecked+1) {
+			if err != nil {
+				return dst, false, err
+			}
+			if !note(h.pk) {
+				return dst, true, nil
+			}
+		}
+		return dst, false, nil
+	}
 	r := ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: maxPendingChecked + 1}
 	if within != nil {
 		r.Start = append(bytes.Clone(t.queueSpace), within...)
@@ -458,15 +537,9 @@ func (t *Table[T]) pendingRecords(ctx context.Context, dst [][]byte, within []by
 		if err != nil {
 			return dst, false, err
 		}
-		if n++; n > maxPendingChecked {
-			return dst, true, nil
-		}
 		pk, err := t.changePK(e.Key)
-		if err != nil {
+		if err != nil || !note(pk) {
 			return dst, true, nil
-		}
-		if len(dst) == 0 || !bytes.Equal(dst[len(dst)-1], pk) {
-			dst = append(dst, bytes.Clone(pk))
 		}
 	}
 	return dst, false, nil

@@ -19,9 +19,9 @@ import (
 // A FullCopy index, the fact table and covered reads decode each entry as
 // it comes. Other reads, and reads whose entries must be checked against
 // the fact table, gather up to fetchChunk entries and fetch their records
-// with one GetMany (a checked read returns the whole record, covered or
-// not). Buffers live for the whole scan, so a read
-// allocates per record only what the codec does. A read with a Limit scans
+// with one GetMany (a checked covered read keeps the record's covered
+// fields). Buffers live for the whole scan, so a read allocates per record
+// only what the codec does. A read with a Limit scans
 // in rounds sized to what it needs (see scanRounds).
 //
 // A read that overlapped a DisableIndex (or EnableIndex) of its index in
@@ -100,7 +100,7 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 		}
 		return
 	}
-	rd.f.t, rd.f.ix = t, p.ix
+	rd.f.t, rd.f.ix, rd.f.covered = t, p.ix, q.Covered
 	for e, err := range t.scanRounds(ctx, rd, r) {
 		short := false
 		if err == nil {
@@ -359,6 +359,7 @@ func (rd *reader[T]) flush(ctx context.Context) bool {
 type fetcher[T any] struct {
 	t       *Table[T]
 	ix      *indexTable
+	covered bool // keep only the fields the entries hold
 	buf     []byte        // fact keys and entry keys
 	pending []pendingFact // offsets into buf
 	keys    [][]byte      // fact keys, for GetMany
@@ -435,7 +436,36 @@ func (f *fetcher[T]) decodeOwner(fact, entryKey, pk []byte, rec *T) (bool, error
 	if len(f.ownKeys) == 1 {
 		f.scratch = f.ownKeys[0]
 	}
-	return ownsEntry(f.ix, f.ownKeys, entryKey, pk), nil
+	owns := ownsEntry(f.ix, f.ownKeys, entryKey, pk)
+	if owns && f.covered && f.ix.strategy != FullCopy {
+		f.t.cover(f.ix, rec)
+	}
+	return owns, nil
+}
+
+// cover keeps in *rec only the fields an entry of ix holds, those a
+// covered read returns: the primary key, the single-valued key fields and,
+// for a Partial index, the projection. A covered read that checks an
+// entry against its record so returns what the entry holds when exact.
+func (t *Table[T]) cover(ix *indexTable, rec *T) {
+	full := *rec
+	var zero T
+	*rec = zero
+	src, dst := reflect.ValueOf(&full).Elem(), reflect.ValueOf(rec).Elem()
+	keep := func(fs []field) {
+		for i := range fs {
+			if f := &fs[i]; !f.multi {
+				if v := f.get(src); v.IsValid() {
+					f.settable(dst).Set(v)
+				}
+			}
+		}
+	}
+	keep(t.pk)
+	keep(ix.fields)
+	if ix.strategy == Partial {
+		keep(ix.proj.fields)
+	}
 }
 
 // ownsEntry reports whether the record with encoded primary key pk, whose
@@ -469,7 +499,7 @@ func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) 
 		return false, err
 	}
 	f := &rd.f
-	f.t, f.ix = t, ix
+	f.t, f.ix, f.covered = t, ix, true // the direct path reads FullCopy entries or covered ones
 	f.scratch = append(append(f.scratch[:0], t.factSpace...), pk...)
 	fact, err := t.store.Get(ctx, f.scratch)
 	switch {

@@ -86,6 +86,8 @@ type Table[T any] struct {
 	factSpace  []byte
 	queueSpace []byte
 	queueEnd   []byte        // tupleEnd(queueSpace)
+	hintSpace  []byte        // nil: the table hints no change (see hints.go)
+	swept      atomic.Int64  // when a pass last swept the hints (Unix ns)
 	indexes    indexManager  // the index tables; see indexManager for how they change
 	readers    sync.Pool     // *reader[T], to reuse read buffers
 	writers    sync.Pool     // *writeBuffers[T], to reuse write buffers
@@ -200,6 +202,9 @@ func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Ta
 	t.factSpace = spacePrefix(t.prefix, SpaceRecords)
 	t.queueSpace = spacePrefix(t.prefix, SpaceQueue)
 	t.queueEnd = tupleEnd(t.queueSpace)
+	if store.Atomicity().Partition != nil {
+		t.hintSpace = spacePrefix(t.prefix, SpaceHints)
+	}
 	t.indexes.view.Store(newIndexView(nil))
 	return t
 }

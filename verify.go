@@ -243,7 +243,11 @@ func (v *verifier[T]) clearSetAside(ctx context.Context) error {
 		var b Batch
 		b.ExpectValue(c.Key, c.Value)
 		b.Delete(c.Key)
-		if err := t.store.Apply(ctx, &b); err != nil && !errors.Is(err, ErrConflict) {
+		err := t.store.Apply(ctx, &b)
+		if err == nil {
+			err = t.dropHints(ctx, [][]byte{c.Key})
+		}
+		if err != nil && !errors.Is(err, ErrConflict) {
 			return err
 		}
 	}
@@ -309,6 +313,9 @@ func (v *verifier[T]) removeChanges(ctx context.Context, factKey, fact []byte, c
 		err := v.t.store.Apply(ctx, &b)
 		if errors.Is(err, ErrConflict) {
 			return nil // a write or a maintainer got there first
+		}
+		if err == nil {
+			err = v.t.dropHints(ctx, entryKeys(changes[:n]))
 		}
 		if err != nil {
 			return err
@@ -562,7 +569,7 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 			t.enqueue(fix, pk, named, true, scopeIndex)
 			change = fix.Ops()[fix.Len()-1].Key
 		}
-		err = t.store.Apply(ctx, fix)
+		err = t.applyHinted(ctx, fix)
 		switch {
 		case err == nil:
 			if change != nil {
@@ -738,4 +745,12 @@ func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error)
 	}
 	t.indexes.view.Store(newIndexView(indexes))
 	return t, skipped, nil
+}
+
+func entryKeys(es []Entry) [][]byte {
+	keys := make([][]byte, len(es))
+	for i, e := range es {
+		keys[i] = e.Key
+	}
+	return keys
 }

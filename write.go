@@ -206,7 +206,7 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 			}
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
-		err := t.store.Apply(ctx, &b)
+		err := t.applyHinted(ctx, &b)
 		if err == nil {
 			t.noteWrite(view, &a)
 			return a.version, nil

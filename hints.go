@@ -1,0 +1,305 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+)
+
+// A change record lies in its record's partition, so that it commits with
+// the record in one batch. On a store that partitions keys the queue is
+// spread over every partition that holds a record, and reading all of it
+// reads them all: on Azure Table storage, a query of the whole table. So on
+// such a store (Atomicity.Partition set) a table keeps a hint of each
+// change record in a key space of its own, SpaceHints, which the store
+// keeps in one partition: under the change record's key with SpaceHints in
+// place of SpaceQueue, a value that says when the change was hinted and
+// whether maintainers set it aside. Maintainers, reads, Lag and
+// WaitIndexed read the hints, one partition, and then only the queue of
+// the records they name.
+//
+// The rule that makes hints enough: a change record is hinted before it is
+// committed, and its hint is removed only once it is gone. applyHinted
+// writes the hints of the change records a batch puts, then the batch; a
+// write whose hints fail fails, having written nothing else. A maintainer
+// removes the hints of the changes it applied. A hint whose change record
+// never came to be (its batch failed, or its writer died between the two)
+// costs reads a check and maintainers a look: the writer removes it when
+// its batch was refused, and a maintainer once it is older than hintGrace.
+// A writer whose batch committed later than hintGrace/2 after its hints
+// writes them again. So every queued change has a hint, and a crash
+// between the two writes leaves a hint without a change, never the
+// reverse (given, as with leases, no pause of a writer longer than
+// hintGrace/2 between the end of its batch and the check of its time): reads that trust the entries of records without a hint stay
+// exact (see pendingRecords), and a maintainer that reads the hints, then
+// the queue of each record they name, finds every change queued before.
+//
+// Markers (see applyInSteps) are change records a maintainer writes beside
+// hinted changes of their record, and removes with them; one that outlives
+// them is hinted first. The sweep (sweepHints), at a table's first pass
+// and every MaintainerOptions.SweepInterval, reads the whole queue: it
+// hints changes that have no hint (those queued by versions of indextable
+// before hints, or left by a pause the rule assumes away) and removes
+// hints older than hintGrace whose change record is gone (whose removal a
+// maintainer missed: it stopped, or failed, after it applied them).
+
+// hintGrace is how old a hint without a change record must be before a
+// maintainer removes it, and a change record without a hint before a
+// sweep hints it.
+const hintGrace = time.Minute
+
+// hintFormat is the first byte of a hint's value; a flags byte (bit 0: the
+// change is set aside) and the time of the hint (uvarint Unix nanoseconds)
+// follow.
+const hintFormat = 1
+
+func encodeHint(when time.Time, aside bool) []byte {
+	v := append(make([]byte, 0, 2+binary.MaxVarintLen64), hintFormat, boolByte(aside))
+	return binary.AppendUvarint(v, uint64(when.UnixNano()))
+}
+
+// hint is a decoded hint.
+type hint struct {
+	change []byte // the key of its change record
+	pk     []byte // the encoded primary key of the change's record
+	when   time.Time
+	aside  bool // the change is set aside
+}
+
+// decodeHint decodes the hint stored as e, or reports false for a key
+// that names no record, which no table writes. A value that does not
+// decode reads as a hint of unknown age, which a maintainer looks at but
+// never removes as one without a change.
+func (t *Table[T]) decodeHint(e Entry) (hint, bool) {
+	pk, err := t.recordOf(e.Key, t.hintSpace)
+	if err != nil {
+		return hint{}, false
+	}
+	h := hint{change: append(bytes.Clone(t.queueSpace), e.Key[len(t.hintSpace):]...), pk: bytes.Clone(pk)}
+	if v := e.Value; len(v) >= 3 && v[0] == hintFormat {
+		if ns, n := binary.Uvarint(v[2:]); n > 0 {
+			h.when, h.aside = time.Unix(0, int64(ns)), v[1]&1 != 0
+		}
+	}
+	return h, true
+}
+
+// hinted reports whether the table hints its changes.
+func (t *Table[T]) hinted() bool { return t.hintSpace != nil }
+
+// hintOf returns the key of the hint of the change record at changeKey.
+func (t *Table[T]) hintOf(changeKey []byte) []byte {
+	return hintKey(t.hintSpace, t.queueSpace, changeKey)
+}
+
+// applyHinted applies b, a batch that may queue new change records, after
+// the hints of those it puts. When the store refuses b, which then wrote
+// nothing, it removes those hints again, as far as it can.
+func (t *Table[T]) applyHinted(ctx context.Context, b *Batch) error {
+	if !t.hinted() {
+		return t.store.Apply(ctx, b)
+	}
+	var hints Batch
+	now := time.Now()
+	for _, op := range b.ops {
+		if op.Kind == OpPut && bytes.HasPrefix(op.Key, t.queueSpace) {
+			hints.Put(t.hintOf(op.Key), encodeHint(now, setAside(op.Value)))
+		}
+	}
+	if hints.Len() == 0 {
+		return t.store.Apply(ctx, b)
+	}
+	if err := applyInPieces(ctx, t.store, &hints, nil); err != nil {
+		return fmt.Errorf("hint the changes: %w", err)
+	}
+	err := t.store.Apply(ctx, b)
+	if err == nil && time.Since(now) > hintGrace/2 {
+		// A maintainer may have taken the hints for ones of a batch that
+		// failed: write them again (best effort; a sweep would).
+		_ = applyInPieces(ctx, t.store, &hints, nil)
+	}
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch) {
+		for i := range hints.ops {
+			hints.ops[i] = Op{Kind: OpDelete, Key: hints.ops[i].Key}
+		}
+		_ = applyInPieces(ctx, t.store, &hints, nil) // else the maintainers will
+	}
+	return err
+}
+
+// putHints hints the change records at keys, set aside or not.
+func (t *Table[T]) putHints(ctx context.Context, aside bool, keys ...[]byte) error {
+	if !t.hinted() || len(keys) == 0 {
+		return nil
+	}
+	var b Batch
+	now := time.Now()
+	for _, k := range keys {
+		b.Put(t.hintOf(k), encodeHint(now, aside))
+	}
+	return applyInPieces(ctx, t.store, &b, nil)
+}
+
+// dropHints removes the hints of the change records at keys.
+func (t *Table[T]) dropHints(ctx context.Context, keys [][]byte) error {
+	if !t.hinted() || len(keys) == 0 {
+		return nil
+	}
+	var b Batch
+	for _, k := range keys {
+		b.Delete(t.hintOf(k))
+	}
+	return applyInPieces(ctx, t.store, &b, nil)
+}
+
+// hints yields the table's hints of the records whose encoded primary key
+// starts with within (nil: all), from a scan of at most limit of them (0:
+// no limit).
+func (t *Table[T]) hints(ctx context.Context, within []byte, limit int) iter.Seq2[hint, error] {
+	return func(yield func(hint, error) bool) {
+		r := ScanRange{Start: t.hintSpace, End: tupleEnd(t.hintSpace), Limit: limit}
+		if within != nil {
+			r.Start = append(bytes.Clone(t.hintSpace), within...)
+			r.End = tupleEnd(r.Start)
+		}
+		for e, err := range t.store.Scan(ctx, r) {
+			if err != nil {
+				yield(hint{}, err)
+				return
+			}
+			if h, ok := t.decodeHint(e); ok && !yield(h, nil) {
+				return
+			}
+		}
+	}
+}
+
+// hintsToApply returns the hints of the changes of o's partition that are
+// not set aside, in key order.
+func (t *Table[T]) hintsToApply(ctx context.Context, o *MaintainerOptions) ([]hint, error) {
+	var hs []hint
+	for h, err := range t.hints(ctx, nil, 0) {
+		if err != nil {
+			return nil, err
+		}
+		if !h.aside && (o.Partitions <= 1 || int(fnv1a(h.pk)%uint64(o.Partitions)) == o.Partition) {
+			hs = append(hs, h)
+		}
+	}
+	return hs, nil
+}
+
+// hintedChanges returns the change records that the table's hints name
+// and that exist, in key order, reading them waitChunk at a time.
+func (t *Table[T]) hintedChanges(ctx context.Context) ([]Entry, error) {
+	var keys [][]byte
+	for h, err := range t.hints(ctx, nil, 0) {
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, h.change)
+	}
+	var queued []Entry
+	var values [][]byte
+	for chunk := range slices.Chunk(keys, waitChunk) {
+		var err error
+		if values, err = t.store.GetMany(ctx, chunk, values[:0]); err != nil {
+			return nil, err
+		}
+		for i, v := range values {
+			if v != nil {
+				queued = append(queued, Entry{Key: chunk[i], Value: bytes.Clone(v)})
+			}
+		}
+	}
+	return queued, nil
+}
+
+// hintedQueue yields the change records of the records hs name, hs in key
+// order: one scan of the queue for each run of them whose changes lie in
+// one partition, from the first record's changes to the last's. Changes
+// of records between them come too; they are queued changes all the same.
+func (t *Table[T]) hintedQueue(ctx context.Context, hs []hint) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		part := t.store.Atomicity().Partition
+		for i := 0; i < len(hs); {
+			first := append(bytes.Clone(t.queueSpace), hs[i].pk...)
+			p := part(first)
+			j := i + 1
+			for j < len(hs) && (bytes.Equal(hs[j].pk, hs[j-1].pk) ||
+				bytes.Equal(part(append(bytes.Clone(t.queueSpace), hs[j].pk...)), p)) {
+				j++
+			}
+			last := append(bytes.Clone(t.queueSpace), hs[j-1].pk...)
+			for e, err := range t.store.Scan(ctx, ScanRange{Start: first, End: tupleEnd(last)}) {
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+			i = j
+		}
+	}
+}
+
+// defaultSweepInterval is MaintainerOptions.SweepInterval's default.
+const defaultSweepInterval = 5 * time.Minute
+
+// sweepDue reports whether a pass with options o sweeps the hints first:
+// the table's first, and one every o.SweepInterval after, in this process.
+func (t *Table[T]) sweepDue(o *MaintainerOptions) bool {
+	last := t.swept.Load()
+	return t.hinted() && (last == 0 || time.Since(time.Unix(0, last)) >= o.SweepInterval)
+}
+
+// sweepHints reads the table's whole queue and its hints: it hints each
+// change record that has no hint (or one that says otherwise whether it is
+// set aside), and removes each hint older than hintGrace whose change
+// record does not exist. It hints only changes queued more than hintGrace
+// before it began: a younger one's hint may have come
+// after the sweep read the hints, or its change may be applied and its
+// hint removed since the sweep read the queue, and hinting it again would
+// leave a hint without a change.
+func (t *Table[T]) sweepHints(ctx context.Context, o *MaintainerOptions) error {
+	began := time.Now()
+	t.swept.Store(began.UnixNano())
+	held := map[string]hint{}
+	for h, err := range t.hints(ctx, nil, 0) {
+		if err != nil {
+			return err
+		}
+		held[string(h.change)] = h
+	}
+	var fix Batch
+	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+		if err != nil {
+			return err
+		}
+		h, ok := held[string(e.Key)]
+		delete(held, string(e.Key))
+		if ok && h.aside == setAside(e.Value) {
+			continue
+		}
+		when := began
+		if c, err := decodeChange(e.Key, e.Value); err == nil {
+			when = c.enqueued
+		}
+		if !ok && when.After(began.Add(-hintGrace)) {
+			continue // its hint may be on its way, or already gone with it
+		}
+		fix.Put(t.hintOf(e.Key), encodeHint(when, setAside(e.Value)))
+	}
+	for k, h := range held {
+		if !h.when.IsZero() && time.Since(h.when) > hintGrace {
+			fix.Delete(t.hintOf([]byte(k)))
+		}
+	}
+	if fix.Len() == 0 {
+		return nil
+	}
+	return applyInPieces(ctx, t.store, &fix, nil)
+}
