@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -225,8 +226,10 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (appl
 	}
 	// One scan, whose pages the store sizes, rather than a scan for each
 	// batch: on a sharded store each scan starts a reader on every shard.
-	changes := t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd})
-	if t.hinted() {
+	var changes iter.Seq2[Entry, error]
+	if !t.hinted() {
+		changes = t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd})
+	} else {
 		if p.hints, err = t.hintsToApply(ctx, o); err != nil || len(p.hints) == 0 {
 			return 0, err
 		}

@@ -113,7 +113,7 @@ func TestPartitionAgreesWithParseKey(t *testing.T) {
 		return r.Float64()
 	}
 	for range 5000 {
-		elems := []any{fmt.Sprint("t", r.IntN(3)), int64(r.IntN(8))}
+		elems := []any{fmt.Sprint("t", r.IntN(3)), int64(r.IntN(10))}
 		for range r.IntN(6) {
 			elems = append(elems, elem())
 		}
