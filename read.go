@@ -359,7 +359,7 @@ func (rd *reader[T]) flush(ctx context.Context) bool {
 type fetcher[T any] struct {
 	t       *Table[T]
 	ix      *indexTable
-	covered bool // keep only the fields the entries hold
+	covered bool          // keep only the fields the entries hold
 	buf     []byte        // fact keys and entry keys
 	pending []pendingFact // offsets into buf
 	keys    [][]byte      // fact keys, for GetMany
