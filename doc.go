@@ -184,8 +184,10 @@
 // limits (limits.go), then each attempt reads the current record, checks
 // it, plans the batch (the entry diff, unique guards, and the fallback
 // rule) and applies it. A change record's format and the readers of the
-// queue are in queue.go; maintainer.go applies the queue, a record's
-// changes at a time (changegroup.go), under leases (lease.go). keys.go
+// queue are in queue.go; on partitioned stores, the queue's hints, and why
+// they are enough to find every pending change, in hints.go; maintainer.go
+// applies the queue, a record's changes at a time (changegroup.go), under
+// leases (lease.go). keys.go
 // builds the stored keys; catalog.go, build.go and verify.go run an
 // index's lifecycle; query.go reads; tuple encoding is in tuple.go, the codecs in
 // codec.go and codec_binary.go.
