@@ -231,15 +231,27 @@ func (t *Table[T]) applyInSteps(ctx context.Context, view *indexView, g *changeG
 	if err != nil {
 		return err
 	}
-	marker, _ := decodeChange(g.marker.Key, g.marker.Value) // as encoded
-	g.written = append(g.written, marker)                   // until the changes go
+	g.markerWritten()
 	// The pieces go only while the lease is surely held.
 	hold := func() error { return t.holdLease(ctx, l, o) }
 	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
 		return err
 	}
 	view.noteMutations(g.ops[g.guard:], g.changesRecord())
-	err = t.store.Apply(ctx, &Batch{ops: lastStep(g)})
+	return t.finishSteps(ctx, g, t.store.Apply(ctx, &Batch{ops: lastStep(g)}))
+}
+
+// markerWritten notes that g's marker is written: until its changes go, it
+// is one of the markers g's tries wrote.
+func (g *changeGroup) markerWritten() {
+	marker, _ := decodeChange(g.marker.Key, g.marker.Value) // as encoded
+	g.written = append(g.written, marker)
+}
+
+// finishSteps ends applyInSteps once its last step was tried, with result
+// err: when a write overtook the record, it hints the marker, which stays,
+// and removes the change records alone.
+func (t *Table[T]) finishSteps(ctx context.Context, g *changeGroup, err error) error {
 	if errors.Is(err, ErrConflict) {
 		// The marker outlives the changes it stands for: hint it first.
 		if err := t.putHints(ctx, false, g.marker.Key); err != nil {
@@ -254,4 +266,130 @@ func (t *Table[T]) applyInSteps(ctx context.Context, view *indexView, g *changeG
 		g.written = g.written[:len(g.written)-1]
 	}
 	return err
+}
+
+// applyStepsTogether applies groups, planned in steps (applyInSteps), the
+// steps of all at once: the markers of the records of one partition in
+// one batch, every group's mutations together in pieces (those of several
+// records in one index partition share a piece), and the last steps of
+// one partition's records in one batch. It does for each record what
+// applyInSteps does, in fewer batches. A group whose first step
+// conflicts is left undone, for applyGroup; one whose mutations the store
+// refuses is left undone, for applyGroup to try again and fail alone. It
+// returns how many changes it applied.
+func (t *Table[T]) applyStepsTogether(ctx context.Context, view *indexView, groups []*changeGroup, l *lease, o *MaintainerOptions) (int, error) {
+	var marked []*changeGroup
+	err := t.applyByPartition(groups, func(g *changeGroup) []Op { return []Op{g.ops[0], g.marker} },
+		func(part []*changeGroup, b *Batch) error {
+			err := t.store.Apply(ctx, b)
+			if err == nil {
+				for _, g := range part {
+					g.markerWritten()
+				}
+				marked = append(marked, part...)
+			}
+			if errors.Is(err, ErrConflict) {
+				return nil // each on its own, in applyGroup
+			}
+			return err
+		})
+	if err != nil || len(marked) == 0 {
+		return 0, err
+	}
+	hold := func() error { return t.holdLease(ctx, l, o) }
+	var mutations Batch
+	for _, g := range marked {
+		mutations.ops = append(mutations.ops, g.ops[g.guard:]...)
+	}
+	if err := applyInPieces(ctx, t.store, &mutations, hold); errors.Is(err, ErrInvalidBatch) {
+		// Find whose: the mutations are idempotent.
+		ok := marked[:0]
+		for _, g := range marked {
+			err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold)
+			switch {
+			case err == nil:
+				ok = append(ok, g)
+			case errors.Is(err, ErrInvalidBatch):
+				// applyGroup tries it again, and writes the same marker.
+				g.written = g.written[:len(g.written)-1]
+			default:
+				return 0, err
+			}
+		}
+		marked = ok
+	} else if err != nil {
+		return 0, err
+	}
+	applied := 0
+	finish := func(g *changeGroup, err error) error {
+		view.noteMutations(g.ops[g.guard:], g.changesRecord())
+		err = t.finishSteps(ctx, g, err)
+		if err == nil {
+			g.applied = g.changes
+			applied += len(g.changes)
+		}
+		if err == nil || errors.Is(err, errChangesMoved) {
+			g.done = true
+			return nil
+		}
+		return err
+	}
+	err = t.applyByPartition(marked, lastStep, func(part []*changeGroup, b *Batch) error {
+		err := t.store.Apply(ctx, b)
+		for _, g := range part {
+			if errors.Is(err, ErrConflict) {
+				err := t.store.Apply(ctx, &Batch{ops: lastStep(g)})
+				if err := finish(g, err); err != nil {
+					return err
+				}
+			} else if err == nil {
+				if err := finish(g, nil); err != nil {
+					return err
+				}
+			}
+		}
+		if errors.Is(err, ErrConflict) {
+			return nil
+		}
+		return err
+	})
+	return applied, err
+}
+
+// applyByPartition calls apply with runs of groups whose records share a
+// partition, each with the batch of their ops that the store allows.
+func (t *Table[T]) applyByPartition(groups []*changeGroup, ops func(*changeGroup) []Op, apply func([]*changeGroup, *Batch) error) error {
+	atom := t.store.Atomicity()
+	byPart := map[string][]*changeGroup{}
+	var order []string
+	for _, g := range groups {
+		var p string
+		if atom.Partition != nil {
+			p = string(atom.Partition(g.factKey))
+		}
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], g)
+	}
+	for _, p := range order {
+		var b Batch
+		var run []*changeGroup
+		for _, g := range byPart[p] {
+			n := len(b.ops)
+			b.ops = append(b.ops, ops(g)...)
+			if len(run) > 0 && atom.Allows(&b) != nil {
+				b.ops = b.ops[:n]
+				if err := apply(run, &b); err != nil {
+					return err
+				}
+				b, run = Batch{ops: ops(g)}, nil
+			}
+			run = append(run, g)
+		}
+		if err := apply(run, &b); err != nil {
+			return err
+		}
+	}
+	return nil
 }

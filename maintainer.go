@@ -512,7 +512,9 @@ func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failur
 // applyGroupsHeld is applyGroups under the drain lock; it adds to stuck
 // what it cannot apply. The records whose changes fit one batch go
 // together, when the store allows it and no write overtook one of them;
-// the others, and those of a batch that failed, one by one (applyGroup).
+// those whose changes take steps, together step by step
+// (applyStepsTogether); the others, and those that failed together, one
+// by one (applyGroup).
 func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions, stuck *[]stuckChanges) (int, error) {
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
@@ -548,6 +550,19 @@ func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l 
 			}
 		case !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidBatch):
 			return 0, err
+		}
+	}
+	var steps []*changeGroup
+	for i := range groups {
+		if g := &groups[i]; !g.done && g.inSteps && g.planned == nil {
+			steps = append(steps, g)
+		}
+	}
+	if len(steps) > 1 {
+		n, err := t.applyStepsTogether(ctx, view, steps, l, o)
+		applied += n
+		if err != nil {
+			return applied, err
 		}
 	}
 	for i := range groups {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indextable/indextable/internal/countingstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -666,4 +667,39 @@ func TestUnreadableChangeIsSetAside(t *testing.T) {
 func holds(key []byte, v any) bool {
 	t, err := it.DecodeTuple(key)
 	return err == nil && slices.Contains(t, v)
+}
+
+// TestStepsTogetherShareBatches: when the changes of many records each
+// take steps (their entries lie in other partitions), a pass applies the
+// steps of all at once: the entries of every record in one index
+// partition share a batch, so a pass of n records takes about two batches
+// a record (its marker, its last step) and one an index partition, not
+// one a record and index partition besides. The entries end exact.
+func TestStepsTogetherShareBatches(t *testing.T) {
+	ctx := context.Background()
+	const n = 40
+	cs := countingstore.New(partitionedStore(it.NewMemoryStore()))
+	tbl := hintTable(t, cs)
+	for id := range n {
+		_, err := tbl.Insert(ctx, person{ID: id, Town: "Oslo"})
+		require.NoError(t, err)
+	}
+	_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	for id := range n {
+		_, err := tbl.Update(ctx, person{ID: id, Town: []string{"Bergen", "Tromsø"}[id%2]})
+		require.NoError(t, err)
+	}
+	before := cs.Counts()
+	applied, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, n, applied)
+	batches := cs.Counts().Sub(before).Applies
+	t.Logf("%d batches for %d records", batches, n)
+	require.LessOrEqual(t, batches, int64(2*n+8), "markers, last steps, 3 index partitions, hints and the lease")
+	require.Empty(t, collect(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}}))
+	require.Len(t, collect(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"Bergen"}}), n/2)
+	rep, err := tbl.Verify(ctx, it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Total())
 }
