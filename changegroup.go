@@ -293,38 +293,16 @@ func (t *Table[T]) applyStepsTogether(ctx context.Context, view *indexView, grou
 			}
 			return err
 		})
+	if err == nil && len(marked) > 0 {
+		marked, err = t.mutateTogether(ctx, marked, func() error { return t.holdLease(ctx, l, o) })
+	}
 	if err != nil || len(marked) == 0 {
-		return 0, err
-	}
-	hold := func() error { return t.holdLease(ctx, l, o) }
-	var mutations Batch
-	for _, g := range marked {
-		mutations.ops = append(mutations.ops, g.ops[g.guard:]...)
-	}
-	if err := applyInPieces(ctx, t.store, &mutations, hold); errors.Is(err, ErrInvalidBatch) {
-		// Find whose: the mutations are idempotent.
-		ok := marked[:0]
-		for _, g := range marked {
-			err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold)
-			switch {
-			case err == nil:
-				ok = append(ok, g)
-			case errors.Is(err, ErrInvalidBatch):
-				// applyGroup tries it again, and writes the same marker.
-				g.written = g.written[:len(g.written)-1]
-			default:
-				return 0, err
-			}
-		}
-		marked = ok
-	} else if err != nil {
 		return 0, err
 	}
 	applied := 0
 	finish := func(g *changeGroup, err error) error {
 		view.noteMutations(g.ops[g.guard:], g.changesRecord())
-		err = t.finishSteps(ctx, g, err)
-		if err == nil {
+		if err = t.finishSteps(ctx, g, err); err == nil {
 			g.applied = g.changes
 			applied += len(g.changes)
 		}
@@ -336,24 +314,51 @@ func (t *Table[T]) applyStepsTogether(ctx context.Context, view *indexView, grou
 	}
 	err = t.applyByPartition(marked, lastStep, func(part []*changeGroup, b *Batch) error {
 		err := t.store.Apply(ctx, b)
+		if err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
 		for _, g := range part {
-			if errors.Is(err, ErrConflict) {
-				err := t.store.Apply(ctx, &Batch{ops: lastStep(g)})
-				if err := finish(g, err); err != nil {
-					return err
-				}
-			} else if err == nil {
-				if err := finish(g, nil); err != nil {
-					return err
-				}
+			gerr := err
+			if gerr != nil { // each on its own
+				gerr = t.store.Apply(ctx, &Batch{ops: lastStep(g)})
+			}
+			if err := finish(g, gerr); err != nil {
+				return err
 			}
 		}
-		if errors.Is(err, ErrConflict) {
-			return nil
-		}
-		return err
+		return nil
 	})
 	return applied, err
+}
+
+// mutateTogether applies the index mutations of the marked groups
+// together, in pieces, each piece after hold. When the store refuses a
+// piece, it applies each group's alone (mutations are idempotent), and
+// returns the groups whose mutations it applied; the others are left for
+// applyGroup to try again, and to fail alone.
+func (t *Table[T]) mutateTogether(ctx context.Context, marked []*changeGroup, hold func() error) ([]*changeGroup, error) {
+	var mutations Batch
+	for _, g := range marked {
+		mutations.ops = append(mutations.ops, g.ops[g.guard:]...)
+	}
+	err := applyInPieces(ctx, t.store, &mutations, hold)
+	if !errors.Is(err, ErrInvalidBatch) {
+		return marked, err
+	}
+	ok := marked[:0]
+	for _, g := range marked {
+		err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold)
+		switch {
+		case err == nil:
+			ok = append(ok, g)
+		case errors.Is(err, ErrInvalidBatch):
+			// applyGroup tries it again, and writes the same marker.
+			g.written = g.written[:len(g.written)-1]
+		default:
+			return nil, err
+		}
+	}
+	return ok, nil
 }
 
 // applyByPartition calls apply with runs of groups whose records share a

@@ -30,23 +30,27 @@ import (
 // removes the hints of the changes it applied. A hint whose change record
 // never came to be (its batch failed, or its writer died between the two)
 // costs reads a check and maintainers a look: the writer removes it when
-// its batch was refused, and a maintainer once it is older than hintGrace.
-// A writer whose batch committed later than hintGrace/2 after its hints
-// writes them again. So every queued change has a hint, and a crash
-// between the two writes leaves a hint without a change, never the
-// reverse (given, as with leases, no pause of a writer longer than
-// hintGrace/2 between the end of its batch and the check of its time): reads that trust the entries of records without a hint stay
-// exact (see pendingRecords), and a maintainer that reads the hints, then
-// the queue of each record they name, finds every change queued before.
+// its batch was refused, and a maintainer once it is older than hintGrace,
+// on condition that it is as the maintainer read it. So a crash between
+// the two writes leaves a hint without a change, never the reverse: every
+// queued change has a hint, reads that trust the entries of records
+// without one stay exact (see pendingRecords), and a maintainer that reads
+// the hints, then the queue of each record they name, finds every change
+// queued before. The one exception is a writer whose batch commits more
+// than hintGrace after its hints, a pause of the kind leases assume away:
+// a maintainer may have removed them; the writer writes them anew, with a
+// new time, when its batch returns later than hintGrace/2 after them (and
+// the sweep would), and until then its change is not seen.
 //
 // Markers (see applyInSteps) are change records a maintainer writes beside
 // hinted changes of their record, and removes with them; one that outlives
 // them is hinted first. The sweep (sweepHints), at a table's first pass
-// and every MaintainerOptions.SweepInterval, reads the whole queue: it
-// hints changes that have no hint (those queued by versions of indextable
-// before hints, or left by a pause the rule assumes away) and removes
-// hints older than hintGrace whose change record is gone (whose removal a
-// maintainer missed: it stopped, or failed, after it applied them).
+// and every MaintainerOptions.SweepInterval, and in Repair, reads the
+// whole queue: it hints changes that have no hint (those queued by
+// versions of indextable before hints, or left by a pause the rule
+// assumes away) and removes hints older than hintGrace whose change record
+// is gone (whose removal a maintainer missed: it stopped, or failed, after
+// it applied them).
 
 // hintGrace is how old a hint without a change record must be before a
 // maintainer removes it, and a change record without a hint before a
@@ -66,6 +70,7 @@ func encodeHint(when time.Time, aside bool) []byte {
 // hint is a decoded hint.
 type hint struct {
 	change []byte // the key of its change record
+	value  []byte // as read
 	pk     []byte // the encoded primary key of the change's record
 	when   time.Time
 	aside  bool // the change is set aside
@@ -80,7 +85,7 @@ func (t *Table[T]) decodeHint(e Entry) (hint, bool) {
 	if err != nil {
 		return hint{}, false
 	}
-	h := hint{change: append(bytes.Clone(t.queueSpace), e.Key[len(t.hintSpace):]...), pk: bytes.Clone(pk)}
+	h := hint{change: append(bytes.Clone(t.queueSpace), e.Key[len(t.hintSpace):]...), pk: bytes.Clone(pk), value: bytes.Clone(e.Value)}
 	if v := e.Value; len(v) >= 3 && v[0] == hintFormat {
 		if ns, n := binary.Uvarint(v[2:]); n > 0 {
 			h.when, h.aside = time.Unix(0, int64(ns)), v[1]&1 != 0
@@ -119,8 +124,13 @@ func (t *Table[T]) applyHinted(ctx context.Context, b *Batch) error {
 	}
 	err := t.store.Apply(ctx, b)
 	if err == nil && time.Since(now) > hintGrace/2 {
-		// A maintainer may have taken the hints for ones of a batch that
-		// failed: write them again (best effort; a sweep would).
+		// A maintainer may take the hints for ones of a batch that failed:
+		// write them anew (best effort), so that its removal, conditional
+		// on the hint it read, fails.
+		now = time.Now()
+		for i, op := range hints.ops {
+			hints.ops[i].Value = encodeHint(now, op.Value[1]&1 != 0)
+		}
 		_ = applyInPieces(ctx, t.store, &hints, nil)
 	}
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch) {
@@ -155,6 +165,33 @@ func (t *Table[T]) dropHints(ctx context.Context, keys [][]byte) error {
 		b.Delete(t.hintOf(k))
 	}
 	return applyInPieces(ctx, t.store, &b, nil)
+}
+
+// dropOrphans removes the hints hs, each on condition that it is as read:
+// a writer that committed late writes its hint anew, which keeps it. A
+// hint that changed meanwhile is left.
+func (t *Table[T]) dropOrphans(ctx context.Context, hs []hint) error {
+	var b Batch
+	for _, h := range hs {
+		k := t.hintOf(h.change)
+		b.ExpectValue(k, h.value)
+		b.Delete(k)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if t.store.Atomicity().Allows(&b) == nil {
+		if err := t.store.Apply(ctx, &b); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	for i := 0; i < b.Len(); i += 2 {
+		err := t.store.Apply(ctx, &Batch{ops: b.ops[i : i+2]})
+		if err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return nil
 }
 
 // hints yields the table's hints of the records whose encoded primary key
@@ -259,14 +296,12 @@ func (t *Table[T]) sweepDue(o *MaintainerOptions) bool {
 // sweepHints reads the table's whole queue and its hints: it hints each
 // change record that has no hint (or one that says otherwise whether it is
 // set aside), and removes each hint older than hintGrace whose change
-// record does not exist. It hints only changes queued more than hintGrace
-// before it began: a younger one's hint may have come
-// after the sweep read the hints, or its change may be applied and its
-// hint removed since the sweep read the queue, and hinting it again would
-// leave a hint without a change.
-func (t *Table[T]) sweepHints(ctx context.Context, o *MaintainerOptions) error {
+// record does not exist, on condition that it is as read. Hints come first:
+// a change committed after they were read shows in the queue, and is
+// hinted again, which is harmless; so is a hint written for a change that
+// a maintainer applies meanwhile, which goes as one without a change.
+func (t *Table[T]) sweepHints(ctx context.Context) error {
 	began := time.Now()
-	t.swept.Store(began.UnixNano())
 	held := map[string]hint{}
 	for h, err := range t.hints(ctx, nil, 0) {
 		if err != nil {
@@ -281,25 +316,24 @@ func (t *Table[T]) sweepHints(ctx context.Context, o *MaintainerOptions) error {
 		}
 		h, ok := held[string(e.Key)]
 		delete(held, string(e.Key))
-		if ok && h.aside == setAside(e.Value) {
-			continue
-		}
-		when := began
-		if c, err := decodeChange(e.Key, e.Value); err == nil {
-			when = c.enqueued
-		}
-		if !ok && when.After(began.Add(-hintGrace)) {
-			continue // its hint may be on its way, or already gone with it
-		}
-		fix.Put(t.hintOf(e.Key), encodeHint(when, setAside(e.Value)))
-	}
-	for k, h := range held {
-		if !h.when.IsZero() && time.Since(h.when) > hintGrace {
-			fix.Delete(t.hintOf([]byte(k)))
+		if !ok || h.aside != setAside(e.Value) {
+			fix.Put(t.hintOf(e.Key), encodeHint(began, setAside(e.Value)))
 		}
 	}
-	if fix.Len() == 0 {
-		return nil
+	if fix.Len() > 0 {
+		if err := applyInPieces(ctx, t.store, &fix, nil); err != nil {
+			return err
+		}
 	}
-	return applyInPieces(ctx, t.store, &fix, nil)
+	var orphans []hint
+	for _, h := range held {
+		if !h.when.IsZero() && began.Sub(h.when) > hintGrace {
+			orphans = append(orphans, h)
+		}
+	}
+	if err := t.dropOrphans(ctx, orphans); err != nil {
+		return err
+	}
+	t.swept.Store(began.UnixNano())
+	return nil
 }

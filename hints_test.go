@@ -1,8 +1,10 @@
 package indextable_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"iter"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -102,40 +105,42 @@ func TestHintComesFirst(t *testing.T) {
 	require.Equal(t, []person{p}, collect(t, after, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}}))
 }
 
-// TestSweepHintsOldChanges: a change that has no hint (queued by a
-// version before hints, say) is found by the sweep of a table's first
-// pass once it is older than a minute, and applied; a younger one, whose
-// hint may be on its way, is left for a later sweep.
-func TestSweepHintsOldChanges(t *testing.T) {
+// TestSweepHintsChangesWithoutHint: a change that has no hint (queued by
+// a version before hints, say) is found by the sweep of a table's first
+// pass, and applied; so does Repair.
+func TestSweepHintsChangesWithoutHint(t *testing.T) {
 	ctx := context.Background()
-	mem := it.NewMemoryStore()
-	tbl := hintTable(t, partitionedStore(mem))
-	for id, town := range []string{"Oslo", "Bergen"} {
-		_, err := tbl.Insert(ctx, person{ID: id, Town: town})
-		require.NoError(t, err)
-	}
-	// Drop the hints; make the first change two minutes old.
-	var b it.Batch
-	for _, k := range keysIn(t, mem, it.SpaceHints) {
-		b.Delete(k)
-	}
-	changes := keysIn(t, mem, it.SpaceQueue)
-	require.Len(t, changes, 2)
-	old, err := mem.Get(ctx, changes[0])
-	require.NoError(t, err)
-	_, n := binary.Uvarint(old[1:])
-	rest := old[1+n:]
-	b.Put(changes[0], append(binary.AppendUvarint([]byte{old[0]}, uint64(time.Now().Add(-2*time.Minute).UnixNano())), rest...))
-	require.NoError(t, mem.Apply(ctx, &b))
+	for _, repair := range []bool{false, true} {
+		mem := it.NewMemoryStore()
+		tbl := hintTable(t, partitionedStore(mem))
+		for id, town := range []string{"Oslo", "Bergen"} {
+			_, err := tbl.Insert(ctx, person{ID: id, Town: town})
+			require.NoError(t, err)
+		}
+		var b it.Batch
+		for _, k := range keysIn(t, mem, it.SpaceHints) {
+			b.Delete(k)
+		}
+		require.NoError(t, mem.Apply(ctx, &b))
+		require.Len(t, keysIn(t, mem, it.SpaceQueue), 2)
 
-	fresh := hintTable(t, partitionedStore(mem)) // a new process: its first pass sweeps
-	applied, err := fresh.ApplyPending(ctx, it.MaintainerOptions{})
-	require.NoError(t, err)
-	require.Equal(t, 1, applied, "the old change")
-	require.Equal(t, [][]byte{changes[1]}, keysIn(t, mem, it.SpaceQueue))
-	applied, err = fresh.ApplyPending(ctx, it.MaintainerOptions{SweepInterval: time.Nanosecond})
-	require.NoError(t, err)
-	require.Zero(t, applied, "a young change without a hint waits for a sweep after it ages")
+		upgraded := hintTable(t, partitionedStore(mem)) // a new process: its first pass sweeps
+		lag, err := upgraded.Lag(ctx)
+		require.NoError(t, err)
+		require.Zero(t, lag.Pending, "before a sweep, changes without hints are not seen")
+		if repair {
+			rep, err := upgraded.Repair(ctx, it.VerifyOptions{})
+			require.NoError(t, err)
+			require.Equal(t, 2, rep.Pending)
+			require.Len(t, keysIn(t, mem, it.SpaceHints), 2)
+		}
+		applied, err := upgraded.ApplyPending(ctx, it.MaintainerOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 2, applied)
+		require.Empty(t, keysIn(t, mem, it.SpaceQueue))
+		require.Empty(t, keysIn(t, mem, it.SpaceHints))
+		require.Len(t, collect(t, upgraded, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}}), 1)
+	}
 }
 
 // queueScans counts the scans of a whole queue: on a partitioned store,
@@ -192,4 +197,185 @@ func TestHintsKeepLooksSmall(t *testing.T) {
 		require.NoError(t, tbl.WaitIndexed(ctx))
 		require.Equal(t, int64(1), qs.wide.Load(), "the sweep alone")
 	}
+}
+
+// hintKeyOf returns the key of the hint of change record key.
+func hintKeyOf(t *testing.T, key []byte) []byte {
+	k, ok := it.ParseKey(key)
+	require.True(t, ok)
+	q, err := it.EncodeTuple(int64(it.SpaceQueue))
+	require.NoError(t, err)
+	h, err := it.EncodeTuple(int64(it.SpaceHints))
+	require.NoError(t, err)
+	rest := key[len(k.Table):]
+	require.True(t, bytes.HasPrefix(rest, q))
+	return append(append(bytes.Clone(k.Table), h...), rest[len(q):]...)
+}
+
+// unhinted returns the change records of s without a hint, and those
+// without a hint whose record has no other hinted change (strict).
+func unhinted(t *testing.T, s it.Store) (all, alone [][]byte) {
+	t.Helper()
+	hints := map[string]bool{}
+	for _, k := range keysIn(t, s, it.SpaceHints) {
+		hints[string(k)] = true
+	}
+	type rec struct {
+		hinted   bool
+		unhinted [][]byte
+	}
+	recs := map[string]*rec{}
+	var order []string
+	for _, k := range keysIn(t, s, it.SpaceQueue) {
+		pk, ok := it.ParseKey(k)
+		require.True(t, ok)
+		lead := string(pk.Lead) // person has one pk field: the lead is the record
+		r := recs[lead]
+		if r == nil {
+			r = &rec{}
+			recs[lead] = r
+			order = append(order, lead)
+		}
+		if hints[string(hintKeyOf(t, k))] {
+			r.hinted = true
+		} else {
+			r.unhinted = append(r.unhinted, k)
+			all = append(all, k)
+		}
+	}
+	for _, lead := range order {
+		if r := recs[lead]; !r.hinted {
+			alone = append(alone, r.unhinted...)
+		}
+	}
+	return all, alone
+}
+
+// TestFaultPointsKeepHints: the fault script of TestFaultPoints on a
+// partitioned store, with a crash or a failure at each store call in
+// turn: no change record is ever left without a hint (but a marker beside
+// hinted changes), and after the restart the maintainers drain the whole
+// queue, not only what Lag sees.
+func TestFaultPointsKeepHints(t *testing.T) {
+	ctx := context.Background()
+	indexes := withoutUnique(personIndexes())
+	open := func(s it.Store) *it.Table[person] {
+		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
+		require.NoError(t, err)
+		return tbl
+	}
+	steps := faultScript()
+	ops := []faultstore.Op{faultstore.Get, faultstore.GetMany, faultstore.Scan, faultstore.Apply}
+	fs := faultstore.New(partitionedStore(it.NewMemoryStore()))
+	tbl := open(fs)
+	start := map[faultstore.Op]int{}
+	for _, op := range ops {
+		start[op] = fs.Calls(op)
+	}
+	_, _, crashed := faultRun(t, tbl, steps)
+	require.False(t, crashed)
+	var bad []string
+	for _, op := range ops {
+		calls := fs.Calls(op) - start[op]
+		for n := 1; n <= calls; n++ {
+			for _, fault := range []string{"crash", "crash-applied", "fail"} {
+				if fault == "crash-applied" && op != faultstore.Apply {
+					continue
+				}
+				name := fmt.Sprintf("%v call %d, %s", op, n, fault)
+				mem := it.NewMemoryStore()
+				inner := partitionedStore(mem)
+				fs := faultstore.New(inner)
+				tbl := open(fs)
+				switch fault {
+				case "fail":
+					fs.FailAt(op, n)
+				default:
+					fs.CrashAt(op, n, fault == "crash-applied")
+				}
+				faultRun(t, tbl, steps)
+				all, alone := unhinted(t, mem)
+				if len(alone) > 0 {
+					bad = append(bad, fmt.Sprintf("%s: %d change records without a hint, none beside (all unhinted %d)", name, len(alone), len(all)))
+				}
+				expireLeases(t, inner)
+				tbl = open(inner)
+				storetest.Drain(t, tbl)
+				if q := keysIn(t, mem, it.SpaceQueue); len(q) > 0 {
+					bad = append(bad, fmt.Sprintf("%s: %d change records left after Drain (Lag says 0)", name, len(q)))
+				}
+				rep, err := tbl.Verify(ctx, it.VerifyOptions{})
+				require.NoError(t, err, name)
+				require.Zero(t, rep.Total(), "%s: %v", name, rep.Samples)
+			}
+		}
+	}
+	for _, b := range bad {
+		t.Log(b)
+	}
+	require.Empty(t, bad)
+}
+
+// cancelAfter cancels a context once n more batches are applied.
+type cancelAfter struct {
+	it.Store
+	n      atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Apply(ctx context.Context, b *it.Batch) error {
+	err := c.Store.Apply(ctx, b)
+	if c.n.Add(-1) == 0 {
+		c.cancel()
+	}
+	return err
+}
+
+// TestStoppedPassLeavesFewHints: a maintainer stopped (its context
+// cancelled, as at shutdown) late in a pass leaves behind few hints of the
+// changes it applied: it removes them after each batch of changes, not at
+// the end of the pass. Those left would make reads check their records,
+// and idle passes look at their queue, for a minute.
+func TestStoppedPassLeavesFewHints(t *testing.T) {
+	ctx := context.Background()
+	mem := it.NewMemoryStore()
+	ca := &cancelAfter{Store: partitionedStore(mem)}
+	cs := countingstore.New(ca)
+	tbl := hintTable(t, cs)
+	const records = 300
+	for id := range records {
+		_, err := tbl.Insert(ctx, person{ID: id, Town: []string{"Oslo", "Bergen"}[id%2]})
+		require.NoError(t, err)
+	}
+	_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{SweepInterval: time.Hour})
+	require.NoError(t, err)
+	for id := range records {
+		_, err := tbl.Update(ctx, person{ID: id, Town: []string{"Bergen", "Oslo"}[id%2]})
+		require.NoError(t, err)
+	}
+	require.Len(t, keysIn(t, mem, it.SpaceHints), records)
+	pctx, cancel := context.WithCancel(ctx)
+	ca.cancel = cancel
+	ca.n.Store(3 * (records - 10)) // three batches a record (marker, entries, removal)
+	n, err := tbl.ApplyPending(pctx, it.MaintainerOptions{SweepInterval: time.Hour})
+	t.Logf("stopped pass: applied %d, err %v", n, err)
+	left := len(keysIn(t, mem, it.SpaceQueue))
+	hints := len(keysIn(t, mem, it.SpaceHints))
+	t.Logf("changes left %d, hints left %d", left, hints)
+
+	before := cs.Counts()
+	n, err = tbl.ApplyPending(ctx, it.MaintainerOptions{SweepInterval: time.Hour})
+	require.NoError(t, err)
+	c := cs.Counts().Sub(before)
+	t.Logf("next pass: applied %d with %d scans, %d applies", n, c.Scans, c.Applies)
+	before = cs.Counts()
+	n, err = tbl.ApplyPending(ctx, it.MaintainerOptions{SweepInterval: time.Hour})
+	require.NoError(t, err)
+	c = cs.Counts().Sub(before)
+	t.Logf("idle pass: applied %d with %d scans", n, c.Scans)
+	before = cs.Counts()
+	got := collect(t, tbl, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}})
+	c = cs.Counts().Sub(before)
+	t.Logf("a read of %d results: %d scans, %d gets, %d getmanys (%d keys)", len(got), c.Scans, c.Gets, c.GetManys, c.ManyKeys)
+	require.LessOrEqual(t, hints, left+10, "hints of applied changes left behind by a stopped pass")
 }

@@ -220,7 +220,7 @@ func (t *Table[T]) ApplyPending(ctx context.Context, opts MaintainerOptions) (in
 func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (applied int, err error) {
 	p := &pass[T]{t: t, o: o, began: time.Now()}
 	if t.sweepDue(o) {
-		if err := t.sweepHints(ctx, o); err != nil {
+		if err := t.sweepHints(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -235,9 +235,8 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (appl
 		}
 		changes, p.seen = t.hintedQueue(ctx, p.hints), map[string]bool{}
 		defer func() {
-			// Also after an error: the changes applied before it are gone.
-			if serr := p.settleHints(ctx, err == nil); err == nil {
-				err = serr
+			if err == nil {
+				err = p.dropOrphans(ctx)
 			}
 		}()
 	}
@@ -271,11 +270,10 @@ type pass[T any] struct {
 	groups  []changeGroup
 	held    int // changes in groups
 	applied int
-	// On a table that hints its changes: the hints the pass follows, the
-	// change records it read and those it applied.
+	// On a table that hints its changes: the hints the pass follows, and
+	// the change records it read.
 	hints []hint
 	seen  map[string]bool
-	done  [][]byte
 }
 
 // add takes the change record e. One that does not decode blocks nothing
@@ -363,28 +361,30 @@ func (p *pass[T]) flush(ctx context.Context) error {
 	}
 	n, err := p.t.applyGroups(ctx, p.groups, p.l, p.o)
 	p.applied += n
-	if p.seen != nil {
-		for _, g := range p.groups {
-			p.done = append(p.done, changeKeys(g.applied)...)
-		}
+	var done [][]byte
+	for _, g := range p.groups {
+		done = append(done, changeKeys(g.applied)...)
 	}
 	p.groups, p.held = p.groups[:0], 0
+	// At once, so that a pass that stops leaves few behind.
+	if herr := p.t.dropHints(ctx, done); herr != nil && err == nil {
+		err = fmt.Errorf("table %q: remove the hints of applied changes: %w", p.t.name, herr)
+	}
 	return err
 }
 
-// settleHints removes the hints of the changes the pass applied and, when
-// it read all it meant to (whole), those older than hintGrace whose change
-// record it did not find: their writer failed, or died, before it
-// committed the change.
-func (p *pass[T]) settleHints(ctx context.Context, whole bool) error {
-	drop := p.done
+// dropOrphans removes, on condition that they are as read, the hints the
+// pass followed that are older than hintGrace and whose change record it
+// did not find: their writer failed, or died, before it committed.
+func (p *pass[T]) dropOrphans(ctx context.Context) error {
+	var orphans []hint
 	for _, h := range p.hints {
-		if whole && !p.seen[string(h.change)] && !h.when.IsZero() && time.Since(h.when) > hintGrace {
-			drop = append(drop, h.change)
+		if !p.seen[string(h.change)] && !h.when.IsZero() && time.Since(h.when) > hintGrace {
+			orphans = append(orphans, h)
 		}
 	}
-	if err := p.t.dropHints(ctx, drop); err != nil {
-		return fmt.Errorf("table %q: remove the hints of applied changes: %w", p.t.name, err)
+	if err := p.t.dropOrphans(ctx, orphans); err != nil {
+		return fmt.Errorf("table %q: remove hints without a change: %w", p.t.name, err)
 	}
 	return nil
 }

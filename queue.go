@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -362,14 +361,6 @@ func (t *Table[T]) waitApplied(ctx context.Context, scope byte, step func(left [
 	if err != nil {
 		return err
 	}
-	// A hint whose change was seen and is gone is of no more use: removing
-	// those of the changes waited for, as their maintainers also do, makes
-	// reads after the wait find none of them (best effort).
-	defer func(waited [][]byte) {
-		if len(keys) == 0 {
-			_ = t.dropHints(ctx, waited)
-		}
-	}(slices.Clone(keys))
 	wait := 200 * time.Microsecond
 	for len(keys) > 0 {
 		if step != nil {

@@ -178,6 +178,11 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair, parti
 			v.indexes = append(v.indexes, ix)
 		}
 	}
+	if repair && t.hinted() {
+		if err := t.sweepHints(ctx); err != nil {
+			return nil, fmt.Errorf("table %q: hint the queue: %w", t.name, err)
+		}
+	}
 	if err := v.readQueue(ctx); err != nil {
 		return nil, err
 	}

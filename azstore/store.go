@@ -497,9 +497,45 @@ func (s *Store) apply(ctx context.Context, w *write) error {
 		if !errors.Is(err, errAbsentDelete) {
 			return err
 		}
+		if len(w.adds) == 0 {
+			return s.applyBlindAgain(ctx, w, prior)
+		}
 		w.blind = false // the key stays absent, most likely
 	}
 	return s.applyRead(ctx, w, prior)
+}
+
+// applyBlindAgain applies w, a blind batch that expects nothing, after a
+// blind attempt named prior failed on a delete of an absent key: it reads
+// the guard and the keys w deletes, and sends w blind again without the
+// deletes of absent keys, until one goes through. The reading way would
+// commit on condition of the guard's ETag, which every blind batch in the
+// partition rewrites: in a partition of blind writes (the hints of a
+// table's queue, say) it would be overtaken again and again.
+func (s *Store) applyBlindAgain(ctx context.Context, w *write, prior string) error {
+	for range attempts {
+		g, found, err := s.readGuarded(ctx, w.pk, readRows(w.ops))
+		switch {
+		case err != nil:
+			return err
+		case g != nil && g.attempt == prior:
+			return nil // a resend of the transaction, which committed
+		}
+		kept := make([]indextable.Op, 0, len(w.ops))
+		for _, op := range w.ops {
+			if op.Kind != indextable.OpDelete || found[rowKey(op.Key)] != nil {
+				kept = append(kept, op)
+			}
+		}
+		if w.ops = kept; len(kept) == 0 {
+			return nil
+		}
+		prior = newAttempt()
+		if err := s.applyBlind(ctx, w, prior); !errors.Is(err, errAbsentDelete) {
+			return err
+		}
+	}
+	return errOvertaken
 }
 
 // guardAction returns the action of kind that writes partition pk's guard,
