@@ -98,10 +98,11 @@ compare round trips first, which do not vary.
 		notes: `An insert is one entity group transaction whatever its intra-partition indexes: its expectation
 that the record is absent becomes an insert (Add) that fails the transaction if the record
 exists, so nothing is read first. The indexes cost entities in the transaction (and time, as
-Azurite writes them one by one), not requests. The inter-partition index costs nothing in the
-write, and its requests later, in the maintainer, which writes in the record's and the actors'
-partitions. A keys-only range fetches each record (8 requests at a time); a full-copy range is a
-query of the queue and a query of the partition.
+Azurite writes them one by one), not requests. The inter-partition index costs the write one
+request, the hint of its change in the queue's hint partition, and its other requests later, in
+the maintainer, which writes in the record's and the actors' partitions, many records' entries of
+one partition in one transaction. A keys-only range fetches its records with a query a partition chunk; a full-copy
+range is a query of the queue's hints (one partition) and a query of the index's partition.
 `,
 		write: writeAzurite,
 	},
