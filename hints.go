@@ -53,8 +53,7 @@ import (
 // it applied them).
 
 // hintGrace is how old a hint without a change record must be before a
-// maintainer removes it, and a change record without a hint before a
-// sweep hints it.
+// maintainer or a sweep removes it.
 const hintGrace = time.Minute
 
 // hintFormat is the first byte of a hint's value; a flags byte (bit 0: the
