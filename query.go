@@ -348,14 +348,14 @@ func (t *Table[T]) coverFields(q Query) Query {
 // key it no longer has. A KeysOnly or Partial read checks each entry
 // against the record it fetches anyway, a GetMany per 64 entries. A
 // FullCopy or covered read first scans the queue for the records with
-// changes pending (only that partition's queue for an IntraPartition
-// index read with Eq; every shard's at once on a ShardedStore), trusts
-// the entries of the other records, and reads those records from the fact
-// table, leaving out an entry whose record no longer has its key; with
-// more than 64 changes pending, it checks every result. This is exact: a
-// record without a pending change had exact entries when the scan passed
-// it, and since then only a maintainer changed them, from the record as it
-// then was, so the record matched the query at some moment of the read.
+// changes pending (on a store that partitions keys, the queue's hints, one
+// partition: see MaintainerOptions.SweepInterval), trusts the entries of
+// the other records, and reads those records from the fact table, leaving
+// out an entry whose record no longer has its key; with more than 64
+// changes pending, it checks every result. This is exact: a record without
+// a pending change had exact entries when the scan passed it, and since
+// then only a maintainer changed them, from the record as it then was, so
+// the record matched the query at some moment of the read.
 // Query.Stale skips the queue scan and the checks, for reads that may be
 // stale.
 func (t *Table[T]) Find(ctx context.Context, q Query) iter.Seq2[T, error] {
