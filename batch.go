@@ -58,6 +58,16 @@ type Batch struct {
 // Put adds a write of value under key.
 func (b *Batch) Put(key, value []byte) { b.ops = append(b.ops, Op{OpPut, key, value}) }
 
+// expectAsRead adds the expectation that key holds old, as read: absent
+// when old is nil.
+func (b *Batch) expectAsRead(key, old []byte) {
+	if old == nil {
+		b.ExpectAbsent(key)
+	} else {
+		b.ExpectValue(key, old)
+	}
+}
+
 // Delete adds the removal of key.
 func (b *Batch) Delete(key []byte) { b.ops = append(b.ops, Op{Kind: OpDelete, Key: key}) }
 

@@ -3,8 +3,10 @@ package indextable
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -177,9 +179,11 @@ func (ix *indexTable) place(tablePrefix []byte, gen int64) {
 // it.
 func (t *Table[T]) loadCatalog(ctx context.Context, indexes []*indexTable) error {
 	for attempt := 1; ; attempt++ {
-		err := t.reconcileCatalog(ctx, indexes)
+		version, err := t.reconcileCatalog(ctx, indexes)
 		if err == nil {
-			t.indexes.view.Store(newIndexView(indexes))
+			v := newIndexView(indexes)
+			v.version = version
+			t.indexes.view.Store(v)
 		}
 		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return err
@@ -188,33 +192,64 @@ func (t *Table[T]) loadCatalog(ctx context.Context, indexes []*indexTable) error
 }
 
 // readCatalogEntries returns the table's catalog entries by index name, as
-// stored.
-func (t *Table[T]) readCatalogEntries(ctx context.Context) (map[string][]byte, error) {
+// stored, and its schema version (nil: none stored).
+func (t *Table[T]) readCatalogEntries(ctx context.Context) (map[string][]byte, []byte, error) {
 	space := spacePrefix(t.prefix, SpaceCatalog)
 	stored := map[string][]byte{}
+	var version []byte
 	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		name, _, err := DecodeElement(e.Key[len(space):])
 		s, ok := name.(string)
-		if err != nil || !ok {
-			return nil, fmt.Errorf("%w: catalog key %q", ErrCodec, e.Key)
+		switch {
+		case err != nil || !ok:
+			return nil, nil, fmt.Errorf("%w: catalog key %q", ErrCodec, e.Key)
+		case s == "":
+			version = bytes.Clone(e.Value)
+		default:
+			stored[s] = bytes.Clone(e.Value)
 		}
-		stored[s] = bytes.Clone(e.Value)
 	}
-	return stored, nil
+	return stored, version, nil
 }
 
-func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) error {
-	stored, err := t.readCatalogEntries(ctx)
+// readVersion reads the table's schema version (nil: none stored).
+func (t *Table[T]) readVersion(ctx context.Context) ([]byte, error) {
+	v, err := t.store.Get(ctx, schemaVersionKey(t.prefix))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("table %q: schema version: %w", t.name, err)
+	}
+	return v, nil
+}
+
+// bumpVersion adds to b the change of the schema version from old (nil:
+// none stored) to the next, which it returns.
+func (t *Table[T]) bumpVersion(b *Batch, old []byte) []byte {
+	key := schemaVersionKey(t.prefix)
+	b.expectAsRead(key, old)
+	var n uint64
+	if len(old) == 8 {
+		n = binary.BigEndian.Uint64(old)
+	}
+	next := binary.BigEndian.AppendUint64(nil, n+1)
+	b.Put(key, next)
+	return next
+}
+
+func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) ([]byte, error) {
+	stored, version, err := t.readCatalogEntries(ctx)
+	if err != nil {
+		return nil, err
 	}
 	empty := true
 	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), Limit: 1}) {
 		if err != nil {
-			return err
+			return nil, err
 		}
 		empty = false
 	}
@@ -230,7 +265,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 		if old, known := stored[ix.name]; known {
 			c, err := decodeCatalogEntry(old)
 			if err != nil {
-				return fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
+				return nil, fmt.Errorf("table %q, index %q: %w", t.name, ix.name, err)
 			}
 			if c.state != indexDropped && c.fingerprint == ix.fingerprint {
 				next = c
@@ -258,7 +293,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 	for name, old := range stored {
 		c, err := decodeCatalogEntry(old)
 		if err != nil {
-			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
+			return nil, fmt.Errorf("table %q, index %q: %w", t.name, name, err)
 		}
 		gens[name] = c.gen + 1
 		if c.state != indexDropped {
@@ -268,18 +303,19 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 		}
 	}
 	if b.Len() > 0 {
+		version = t.bumpVersion(&b, version)
 		if err := t.store.Apply(ctx, &b); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// The catalog no longer names older generations: delete what is left
 	// of them (usually nothing, one empty scan each).
 	for name, gen := range gens {
 		if err := t.dropGenerations(ctx, name, gen); err != nil {
-			return fmt.Errorf("table %q: drop old entries of index %q: %w", t.name, name, err)
+			return nil, fmt.Errorf("table %q: drop old entries of index %q: %w", t.name, name, err)
 		}
 	}
-	return nil
+	return version, nil
 }
 
 // dropGenerations deletes the entries of index name's generations below
@@ -322,7 +358,7 @@ func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) 
 // names other indexes, or other generations, than the table was opened
 // with.
 func (t *Table[T]) sameCatalog(ctx context.Context) error {
-	stored, err := t.readCatalogEntries(ctx)
+	stored, _, err := t.readCatalogEntries(ctx)
 	if err != nil {
 		return err
 	}
@@ -442,8 +478,10 @@ func (t *Table[T]) readable(ctx context.Context, ix *indexTable) (*indexTable, e
 // DisableIndex stops maintaining and querying index name and deletes its
 // entries. EnableIndex brings it back. Both may run while the table is
 // written and read: they wait for the writes of this table already under
-// way, and every write after them plans against the new state. Other
-// processes see the change when they reopen the table (a table that knows
+// way, and every write after them plans against the new state. On a store
+// of unbounded atomicity, the other processes' writes take the change up
+// at once (see ErrStaleSchema); their reads, and every process on a
+// partitioned store, see it when they reopen the table (a table that knows
 // the index as readable keeps querying it without looking at the catalog
 // again), so reopen it there. A read through this table that overlaps the
 // disabling of its index ends with an error wrapping ErrIndexNotReadable,
@@ -498,13 +536,18 @@ func (t *Table[T]) switchState(ctx context.Context, name string, state IndexStat
 		default:
 			c.state, c.cursor, c.done, c.total = state, nil, 0, 0
 		}
+		version, err := t.readVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
 		var b Batch
 		b.ExpectValue(key, old)
 		b.Put(key, c.encode())
+		version = t.bumpVersion(&b, version)
 		m.publish.Lock()
 		err = t.store.Apply(ctx, &b)
 		if err == nil {
-			m.replace(ix.with(t.prefix, c.gen, c.state))
+			m.replaceAt(ix.with(t.prefix, c.gen, c.state), version)
 		}
 		m.publish.Unlock()
 		if errors.Is(err, ErrConflict) && attempt < maxAttempts {
@@ -604,4 +647,54 @@ func decodeIndexDefinition(b []byte) (IndexDefinition, error) {
 		err = bad
 	}
 	return d, err
+}
+
+// refreshView reads the catalog after a write found the schema version
+// changed (its attempt-th time) and, when the catalog names the view's
+// indexes with their definitions and no other, publishes the view in the
+// catalog's states and generations at its version: a disabling or an
+// enabling elsewhere then holds for this table's next writes. Otherwise another process
+// added, redefined or dropped an index, and the write is refused with
+// ErrStaleSchema.
+func (t *Table[T]) refreshView(ctx context.Context, attempt int) error {
+	if attempt == maxAttempts {
+		return fmt.Errorf("table %q: the schema kept changing: %w", t.name, ErrConflict)
+	}
+	stored, version, err := t.readCatalogEntries(ctx)
+	if err != nil {
+		return fmt.Errorf("table %q: %w", t.name, err)
+	}
+	m := &t.indexes
+	m.publish.Lock()
+	defer m.publish.Unlock()
+	view := m.load()
+	if view.version != nil && (version == nil || bytes.Compare(version, view.version) <= 0) {
+		return nil // the view is as new: this table published it meanwhile
+	}
+	indexes := slices.Clone(view.indexes)
+	live := 0
+	for name, v := range stored {
+		c, err := decodeCatalogEntry(v)
+		if err != nil {
+			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
+		}
+		i := slices.IndexFunc(indexes, func(ix *indexTable) bool { return ix.name == name })
+		switch {
+		case c.state == indexDropped && i < 0:
+			continue
+		case c.state == indexDropped || i < 0 || c.fingerprint != indexes[i].fingerprint || c.gen < indexes[i].gen:
+			return fmt.Errorf("%w: table %q: index %q was added, redefined or dropped by another process; reopen the table", ErrStaleSchema, t.name, name)
+		}
+		live++
+		if c.state != indexes[i].state || c.gen != indexes[i].gen { // a new generation: enabled again
+			indexes[i] = indexes[i].with(t.prefix, c.gen, c.state)
+		}
+	}
+	if live != len(indexes) {
+		return fmt.Errorf("%w: table %q: an index was dropped by another process; reopen the table", ErrStaleSchema, t.name)
+	}
+	next := newIndexView(indexes)
+	next.version = version
+	m.view.Store(next)
+	return nil
 }

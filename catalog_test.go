@@ -366,3 +366,65 @@ func TestCatalogEntryThatIsNoTupleIsACodecError(t *testing.T) {
 	t.Log(err)
 	assert.ErrorIs(t, err, it.ErrCodec, "a catalog entry that does not decode")
 }
+
+// TestOlderHandleRefusedOnUnboundedStores: two handles of one table on a
+// store of unbounded atomicity, the second opened with a newer schema.
+// Every write carries the schema version it planned at, so a handle that
+// missed a change of the indexes cannot commit: once the newer handle
+// added or dropped an index, the older one's writes fail with
+// ErrStaleSchema and change nothing (before, they went through without
+// the new index's entries, or left entries in a dropped one); a disabling
+// or an enabling by the other handle holds for its next write at once.
+func TestOlderHandleRefusedOnUnboundedStores(t *testing.T) {
+	ctx := context.Background()
+	town, name := indexByName("town"), indexByName("name")
+	stores := map[string]func(t *testing.T) it.Store{
+		"memory": func(*testing.T) it.Store { return it.NewMemoryStore() },
+	}
+	for storeName, open := range stores {
+		t.Run(storeName+"/add", func(t *testing.T) {
+			s := open(t)
+			older := openWith(t, s, town)
+			_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+			require.NoError(t, err)
+			newer := openWith(t, s, town, name)
+			_, err = older.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
+			require.ErrorIs(t, err, it.ErrStaleSchema)
+			_, err = older.Get(ctx, 2)
+			require.ErrorIs(t, err, it.ErrNotFound, "the refused write changed nothing")
+			require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
+			_, err = newer.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
+			require.NoError(t, err)
+			rep, err := newer.Verify(ctx, it.VerifyOptions{})
+			require.NoError(t, err)
+			require.Zero(t, rep.Total(), "%v", rep.Samples)
+			require.Len(t, collect(t, newer, it.Query{Index: "name", Eq: it.Tuple{"B"}}), 1)
+		})
+		t.Run(storeName+"/drop", func(t *testing.T) {
+			s := open(t)
+			older := openWith(t, s, town, name)
+			newer := openWith(t, s, town)
+			_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+			require.ErrorIs(t, err, it.ErrStaleSchema)
+			require.Empty(t, keysIn(t, s, it.SpaceIndex), "no entry of the dropped index, nor any other")
+			_, err = newer.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+			require.NoError(t, err)
+		})
+		t.Run(storeName+"/disable", func(t *testing.T) {
+			s := open(t)
+			one := openWith(t, s, town, name)
+			other := openWith(t, s, town, name)
+			require.NoError(t, other.DisableIndex(ctx, "name"))
+			_, err := one.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+			require.NoError(t, err, "a disabling elsewhere is taken up, not refused")
+			require.NoError(t, other.EnableIndex(ctx, "name"))
+			_, err = one.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
+			require.NoError(t, err)
+			require.NoError(t, other.Build(ctx, it.BuildOptions{}))
+			rep, err := other.Verify(ctx, it.VerifyOptions{})
+			require.NoError(t, err)
+			require.Zero(t, rep.Total(), "%v", rep.Samples)
+			require.Len(t, collect(t, other, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
+		})
+	}
+}

@@ -349,7 +349,10 @@ func (m *indexManager) load() *indexView { return m.view.Load() }
 
 // replace publishes a view in which ix stands for the index of its name.
 // The caller holds m.publish.
-func (m *indexManager) replace(ix *indexTable) {
+func (m *indexManager) replace(ix *indexTable) { m.replaceAt(ix, m.load().version) }
+
+// replaceAt is replace, the view at schema version version.
+func (m *indexManager) replaceAt(ix *indexTable, version []byte) {
 	old := m.load()
 	indexes := slices.Clone(old.indexes)
 	for i, have := range indexes {
@@ -357,11 +360,14 @@ func (m *indexManager) replace(ix *indexTable) {
 			indexes[i] = ix
 		}
 	}
-	m.view.Store(newIndexView(indexes))
+	v := newIndexView(indexes)
+	v.version = version
+	m.view.Store(v)
 }
 
 // indexView is one immutable state of a table's indexes.
 type indexView struct {
+	version  []byte        // the schema version it was read at (see schemaVersionKey); nil: none stored
 	indexes  []*indexTable // in schema order
 	sync     []*indexTable // those a write keeps up to date in its own batch
 	queueing bool          // writes queue changes for Eventual indexes

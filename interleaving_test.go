@@ -627,7 +627,7 @@ func TestMaintainerBetweenEnableCommitAndPublish(t *testing.T) {
 	fired := false
 	s.afterApply = func(c context.Context, b *it.Batch, err error) bool {
 		ops := b.Ops()
-		if !isTagged(c) || err != nil || len(ops) != 2 {
+		if !isTagged(c) || err != nil || len(ops) != 4 { // the entry and the schema version
 			return false
 		}
 		if sp, _ := space(ops[1].Key); sp != it.SpaceCatalog {

@@ -71,6 +71,12 @@ func catalogKey(table []byte, name string) []byte {
 	return appendString(spacePrefix(table, SpaceCatalog), name)
 }
 
+// schemaVersionKey returns the key of the table's schema version: the
+// catalog entry of the empty name, which no index has. Every change of the
+// catalog's indexes, generations or states changes it, in the batch that
+// makes the change; writes on a store of unbounded atomicity expect it.
+func schemaVersionKey(table []byte) []byte { return catalogKey(table, "") }
+
 // indexPrefix returns the prefix of the entries of every generation of
 // index name, in SpaceIntra when intra is set, else SpaceIndex.
 func indexPrefix(table []byte, intra bool, name string) []byte {

@@ -27,6 +27,13 @@ var (
 	// ErrInvalidArgument reports an argument a call cannot use at all: a
 	// nil context, store or option.
 	ErrInvalidArgument = errors.New("indextable: invalid argument")
+	// ErrStaleSchema reports a write through a table whose schema is older
+	// than the store's: another process added, redefined or dropped one of
+	// its indexes. The write changed nothing; reopen the table with the
+	// newer schema. Only a store of unbounded atomicity (the memory store,
+	// Pebble) can tell: there every write expects the schema version it
+	// planned against (see the Index lifecycle section of the README).
+	ErrStaleSchema = errors.New("indextable: stale schema")
 )
 
 // checkContext refuses a nil context, which every call of a store would
@@ -85,8 +92,12 @@ type Table[T any] struct {
 	prefix     []byte // of every key of the table
 	factSpace  []byte
 	queueSpace []byte
-	queueEnd   []byte        // tupleEnd(queueSpace)
-	hintSpace  []byte        // nil: the table hints no change (see hints.go)
+	queueEnd   []byte // tupleEnd(queueSpace)
+	hintSpace  []byte // nil: the table hints no change (see hints.go)
+	// versionKey is the key of the schema version, which writes expect
+	// when the store's batches are unbounded (versioned).
+	versionKey []byte
+	versioned  bool
 	swept      atomic.Int64  // when a pass last swept the hints (Unix ns)
 	indexes    indexManager  // the index tables; see indexManager for how they change
 	readers    sync.Pool     // *reader[T], to reuse read buffers
@@ -205,6 +216,7 @@ func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Ta
 	if store.Atomicity().Partition != nil {
 		t.hintSpace = spacePrefix(t.prefix, SpaceHints)
 	}
+	t.versionKey, t.versioned = schemaVersionKey(t.prefix), !bounded(store.Atomicity())
 	t.indexes.view.Store(newIndexView(nil))
 	return t
 }

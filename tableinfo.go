@@ -89,6 +89,9 @@ func readTableInfo(ctx context.Context, store Store, name string, prefix []byte)
 		if err != nil || !ok {
 			return TableInfo{}, fmt.Errorf("%w: table %q: catalog key %q", ErrCodec, name, e.Key)
 		}
+		if ixName == "" {
+			continue // the schema version
+		}
 		c, err := decodeCatalogEntry(e.Value)
 		if err != nil {
 			return TableInfo{}, fmt.Errorf("table %q, index %q: %w", name, ixName, err)

@@ -598,11 +598,7 @@ func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, filters m
 		u.add(writes, scans, filters, indexes, keys)
 		key := usageKey(t.prefix)
 		var b Batch
-		if old == nil {
-			b.ExpectAbsent(key)
-		} else {
-			b.ExpectValue(key, old)
-		}
+		b.expectAsRead(key, old)
 		b.Put(key, u.encode())
 		err = t.store.Apply(ctx, &b)
 		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {

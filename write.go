@@ -45,10 +45,17 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	t.indexes.drain.RLock()
-	defer t.indexes.drain.RUnlock()
-	_, err = t.write(ctx, t.indexes.load(), writeDelete, key, nil, nil, o, &w.ops)
-	return err
+	for attempt := 1; ; attempt++ {
+		t.indexes.drain.RLock()
+		_, err = t.write(ctx, t.indexes.load(), writeDelete, key, nil, nil, o, &w.ops)
+		t.indexes.drain.RUnlock()
+		if !errors.Is(err, errSchemaMoved) {
+			return err
+		}
+		if err := t.refreshView(ctx, attempt); err != nil {
+			return err
+		}
+	}
 }
 
 // WriteOption refines a write.
@@ -107,6 +114,19 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 	if err != nil {
 		return 0, err
 	}
+	for attempt := 1; ; attempt++ {
+		v, err := t.writeRecordAt(ctx, kind, rec, o)
+		if !errors.Is(err, errSchemaMoved) {
+			return v, err
+		}
+		if err := t.refreshView(ctx, attempt); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// writeRecordAt is writeRecord against the table's view as it is.
+func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o writeOptions) (Version, error) {
 	// The write plans against one view, which no lifecycle change replaces
 	// until it has committed.
 	t.indexes.drain.RLock()
@@ -185,7 +205,7 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 	b := Batch{ops: slices.Grow((*ops)[:0], n)}
 	defer func() { *ops = b.ops }()
 	for attempt := 1; ; attempt++ {
-		a := writeAttempt{b: &b, factKey: factKey, pk: factKey[len(t.factSpace):], fact: fact}
+		a := writeAttempt{b: &b, factKey: factKey, pk: factKey[len(t.factSpace):], fact: fact, schema: view.version}
 		// An insert first takes the record to be absent, blind, which its
 		// batch expects: a new record (the usual case) is not read twice.
 		// A blind attempt that fails without writing (a taken key, say) is
@@ -214,17 +234,27 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 		if blind && (errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch)) {
 			continue // nothing was written
 		}
+		if errors.Is(err, ErrConflict) && t.versioned {
+			if now, verr := t.readVersion(ctx); verr != nil || !bytes.Equal(now, view.version) {
+				return 0, errSchemaMoved // (or a read error: refreshView reports it)
+			}
+		}
 		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
 	}
 }
 
+// errSchemaMoved reports a write that the schema version's change
+// overtook: it changed nothing, and plans again after refreshView.
+var errSchemaMoved = errors.New("the schema changed")
+
 // writeAttempt is one try of a write: the record as read and as it will be,
 // and the batch that commits it.
 type writeAttempt struct {
 	b                 *Batch
 	factKey, pk, fact []byte  // fact nil: a delete
+	schema            []byte  // the schema version the write plans at
 	version           Version // the version the write stores
 	// The record as read (exists false: none): its value, version and
 	// entries in the synchronous indexes.
@@ -322,6 +352,9 @@ func (t *Table[T]) noteWrite(view *indexView, a *writeAttempt) {
 func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
 	b := a.b
 	b.Reset()
+	if t.versioned {
+		b.expectAsRead(t.versionKey, a.schema)
+	}
 	if a.exists {
 		b.ExpectValue(a.factKey, a.oldValue)
 	} else {

@@ -26,7 +26,7 @@ func TestPebbleRestart(t *testing.T) {
 	}{{
 		example: "customers",
 		first: []string{
-			"Inserted 10 customers: 10 atomic batches of 8.8 operations each (record, index entries, guards).",
+			"Inserted 10 customers: 10 atomic batches of 9.8 operations each (record, index entries, guards, schema version).",
 			"Customers in Redmond, counted from the index without decoding: 6",
 			`  index "town": low-cardinality: 3 distinct keys over 10 entries: an average key selects 33% of the 10 records`,
 		},

@@ -81,7 +81,7 @@ func load(ctx context.Context, table *indextable.Table[Customer], store *countin
 		}
 	}
 	w := store.Counts().Sub(before)
-	fmt.Printf("Inserted %d customers: %d atomic batches of %.1f operations each (record, index entries, guards).\n\n",
+	fmt.Printf("Inserted %d customers: %d atomic batches of %.1f operations each (record, index entries, guards, schema version).\n\n",
 		len(fixture.ExampleCustomers), w.Applies, float64(w.Ops)/float64(w.Applies))
 	return nil
 }
