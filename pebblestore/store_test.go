@@ -524,3 +524,57 @@ func TestApplyBatchTooLarge(t *testing.T) {
 		})
 	}
 }
+
+type schemaRec struct {
+	ID         int
+	Town, Name string
+}
+
+// TestOlderSchemaRefused: two tables of one Pebble store, the second
+// opened with one more index, as a newer program would during a rolling
+// deploy. The older table's writes fail with ErrStaleSchema and change
+// nothing, so after Build the new index holds every record; a drop is
+// refused the same way, and leaves no entry behind.
+func TestOlderSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), pebblestore.Options{NoSync: true})
+	defer s.Close()
+	town := indextable.Index[schemaRec]{Name: "town", Fields: []string{"Town"}}
+	name := indextable.Index[schemaRec]{Name: "name", Fields: []string{"Name"}}
+	openAs := func(indexes ...indextable.Index[schemaRec]) *indextable.Table[schemaRec] {
+		tbl, err := indextable.Open(ctx, s, indextable.Schema[schemaRec]{Name: "r", PrimaryKey: []string{"ID"}, Indexes: indexes})
+		require.NoError(t, err)
+		return tbl
+	}
+	older := openAs(town)
+	_, err := older.Insert(ctx, schemaRec{ID: 1, Town: "Oslo", Name: "A"})
+	require.NoError(t, err)
+	newer := openAs(town, name)
+	_, err = older.Insert(ctx, schemaRec{ID: 2, Town: "Oslo", Name: "B"})
+	require.ErrorIs(t, err, indextable.ErrStaleSchema)
+	_, err = older.Get(ctx, 2)
+	require.ErrorIs(t, err, indextable.ErrNotFound)
+	require.NoError(t, newer.Build(ctx, indextable.BuildOptions{}))
+	rep, err := newer.Verify(ctx, indextable.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Total())
+	n, err := newer.Count(ctx, indextable.Query{Index: "name"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	dropped := openAs(town) // drops "name"
+	_, err = newer.Insert(ctx, schemaRec{ID: 3, Town: "Oslo", Name: "C"})
+	require.ErrorIs(t, err, indextable.ErrStaleSchema)
+	_, err = dropped.Insert(ctx, schemaRec{ID: 3, Town: "Oslo", Name: "C"})
+	require.NoError(t, err)
+	rep, err = dropped.Verify(ctx, indextable.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Total())
+	nameIndex, err := indextable.EncodeTuple("name")
+	require.NoError(t, err)
+	for e, err := range s.Scan(ctx, indextable.ScanRange{}) {
+		require.NoError(t, err)
+		k, ok := indextable.ParseKey(e.Key)
+		require.False(t, ok && k.Space == indextable.SpaceIndex && bytes.Equal(k.Index, nameIndex), "an entry of the dropped index: %q", e.Key)
+	}
+}
