@@ -45,10 +45,20 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	return t.atSchema(ctx, func() error {
 		t.indexes.drain.RLock()
-		_, err = t.write(ctx, t.indexes.load(), writeDelete, key, nil, nil, o, &w.ops)
-		t.indexes.drain.RUnlock()
+		defer t.indexes.drain.RUnlock()
+		_, err := t.write(ctx, t.indexes.load(), writeDelete, key, nil, nil, o, &w.ops)
+		return err
+	})
+}
+
+// atSchema runs write, a write planned against the table's view as it is
+// then, and runs it again, after refreshView, when a change of the schema
+// version overtook it (errSchemaMoved).
+func (t *Table[T]) atSchema(ctx context.Context, write func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := write()
 		if !errors.Is(err, errSchemaMoved) {
 			return err
 		}
@@ -114,15 +124,12 @@ func (t *Table[T]) writeRecord(ctx context.Context, kind writeKind, rec T, opts 
 	if err != nil {
 		return 0, err
 	}
-	for attempt := 1; ; attempt++ {
-		v, err := t.writeRecordAt(ctx, kind, rec, o)
-		if !errors.Is(err, errSchemaMoved) {
-			return v, err
-		}
-		if err := t.refreshView(ctx, attempt); err != nil {
-			return 0, err
-		}
-	}
+	var v Version
+	err = t.atSchema(ctx, func() error {
+		v, err = t.writeRecordAt(ctx, kind, rec, o)
+		return err
+	})
+	return v, err
 }
 
 // writeRecordAt is writeRecord against the table's view as it is.

@@ -912,22 +912,11 @@ func testContext(t *testing.T, s indextable.Store) {
 	put(t, s, key, bs("v"))
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-
-	_, err := s.Get(ctx, key)
-	require.ErrorIs(t, err, context.Canceled, "Get")
-	_, err = s.GetMany(ctx, [][]byte{key}, nil)
-	require.ErrorIs(t, err, context.Canceled, "GetMany")
-	var b indextable.Batch
-	b.Put(other, bs("v"))
-	b.Delete(key)
-	require.ErrorIs(t, s.Apply(ctx, &b), context.Canceled, "Apply")
-	requireAbsent(t, s, other)
-	requireValue(t, s, key, "v")
-	requireScanError(t, s.Scan(ctx, indextable.ScanRange{}), context.Canceled)
+	requireRefused(t, s, ctx, key, other, context.Canceled)
 
 	expired, cancel := context.WithDeadline(bg, time.Unix(0, 0))
 	defer cancel()
-	_, err = s.Get(expired, key)
+	_, err := s.Get(expired, key)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "Get")
 
 	// Cancelled in the middle of a long scan: the scan ends with the
@@ -982,17 +971,25 @@ func testNilContext(t *testing.T, s indextable.Store) {
 	key, other := k[0], k[1]
 	put(t, s, key, bs("v"))
 	var noContext context.Context
-	_, err := s.Get(noContext, key)
-	require.ErrorIs(t, err, indextable.ErrInvalidArgument, "Get")
-	_, err = s.GetMany(noContext, [][]byte{key}, nil)
-	require.ErrorIs(t, err, indextable.ErrInvalidArgument, "GetMany")
+	requireRefused(t, s, noContext, key, other, indextable.ErrInvalidArgument)
+}
+
+// requireRefused checks that every call with ctx fails with an error
+// wrapping target and changes nothing: key keeps its value "v", and other
+// stays absent.
+func requireRefused(t *testing.T, s indextable.Store, ctx context.Context, key, other []byte, target error) {
+	t.Helper()
+	_, err := s.Get(ctx, key)
+	require.ErrorIs(t, err, target, "Get")
+	_, err = s.GetMany(ctx, [][]byte{key}, nil)
+	require.ErrorIs(t, err, target, "GetMany")
 	var b indextable.Batch
 	b.Put(other, bs("v"))
 	b.Delete(key)
-	require.ErrorIs(t, s.Apply(noContext, &b), indextable.ErrInvalidArgument, "Apply")
+	require.ErrorIs(t, s.Apply(ctx, &b), target, "Apply")
 	requireAbsent(t, s, other)
 	requireValue(t, s, key, "v")
-	requireScanError(t, s.Scan(noContext, indextable.ScanRange{}), indextable.ErrInvalidArgument)
+	requireScanError(t, s.Scan(ctx, indextable.ScanRange{}), target)
 }
 
 func testClosed(t *testing.T, s indextable.Store) {
