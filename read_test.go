@@ -472,3 +472,38 @@ func TestLimitedReadsScanWhatTheyNeed(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckedCoveredReadsKeepCoveredFields: a covered read checks the
+// entries of records with pending changes against the records, and
+// returns what such an entry holds, the covered fields, as it does for
+// the others, not the whole record: results do not depend on what is
+// pending. Keys-only and partial, read directly and through the fetch.
+func TestCheckedCoveredReadsKeepCoveredFields(t *testing.T) {
+	ctx := context.Background()
+	for _, ix := range []it.Index[person]{
+		{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly, Consistency: it.Eventual},
+		{Name: "town", Fields: []string{"Town"}, Strategy: it.Partial, Projection: []string{"Score"}, Consistency: it.Eventual},
+	} {
+		t.Run(ix.Strategy.String(), func(t *testing.T) {
+			tbl := openWith(t, it.NewMemoryStore(), ix)
+			p := person{ID: 1, Town: "Oslo", Name: "A", Score: 3, Note: "n"}
+			_, err := tbl.Insert(ctx, p)
+			require.NoError(t, err)
+			_, err = tbl.ApplyPending(ctx, it.MaintainerOptions{})
+			require.NoError(t, err)
+			want := person{ID: 1, Town: "Oslo"}
+			if ix.Strategy == it.Partial {
+				want.Score = 3
+			}
+			q := it.Query{Index: "town", Eq: it.Tuple{"Oslo"}, Covered: true}
+			require.Equal(t, []person{want}, collect(t, tbl, q), "nothing pending")
+			p.Note = "m" // the entry stays, its record's change is pending
+			_, err = tbl.Update(ctx, p)
+			require.NoError(t, err)
+			lag, err := tbl.Lag(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, lag.Pending)
+			require.Equal(t, []person{want}, collect(t, tbl, q), "checked against the record")
+		})
+	}
+}
