@@ -445,7 +445,7 @@ func primaryKey(table TableInfo) []string {
 func shortfalls(ii IndexInfo) []string {
 	var out []string
 	switch ii.State {
-	case IndexWriteOnly:
+	case IndexWriteOnly, IndexDeleteOnly:
 		out = append(out, "it is still being built: query it once it is readable")
 	case IndexDisabled:
 		out = append(out, "it is disabled: enable it (EnableIndex) rather than add another")

@@ -141,7 +141,7 @@ func TestAdviseNamesTheIndexThatLeadsWithTheFieldsFiltered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := it.NewMemoryStore()
-			schema := it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: tc.before}
+			schema := it.Schema[shop]{SchemaLease: testLease, Name: "shops", PrimaryKey: []string{"ID"}, Indexes: tc.before}
 			tbl, err := it.Open(ctx, s, schema)
 			require.NoError(t, err)
 			for i := range 100 {
@@ -170,7 +170,7 @@ func TestAdviseNamesTheIndexThatLeadsWithTheFieldsFiltered(t *testing.T) {
 	}
 	t.Run("disabled", func(t *testing.T) {
 		ctx := context.Background()
-		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: townEmail})
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{SchemaLease: testLease, Name: "shops", PrimaryKey: []string{"ID"}, Indexes: townEmail})
 		require.NoError(t, err)
 		_, err = tbl.Insert(ctx, shop{ID: 1, Town: "T1"})
 		require.NoError(t, err)
@@ -281,7 +281,7 @@ func TestFindingsTakeTheDefaultForOptionsOutOfRange(t *testing.T) {
 // and a share of 1 is one.
 func TestAdviseRefusesOptionsOutOfRange(t *testing.T) {
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}})
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[shop]{SchemaLease: testLease, Name: "shops", PrimaryKey: []string{"ID"}})
 	require.NoError(t, err)
 	for _, opts := range badAdviseOptions {
 		_, err := tbl.Advise(ctx, opts)
@@ -301,7 +301,7 @@ func TestAdviseRefusesOptionsOutOfRange(t *testing.T) {
 func TestAdviseKnowsThePrimaryKeyWithoutIndexes(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	tbl, err := it.Open(ctx, s, it.Schema[shop]{Name: "shops", PrimaryKey: []string{"ID"}})
+	tbl, err := it.Open(ctx, s, it.Schema[shop]{SchemaLease: testLease, Name: "shops", PrimaryKey: []string{"ID"}})
 	require.NoError(t, err)
 	for i := range 10 {
 		_, err := tbl.Insert(ctx, shop{ID: i, Town: "T"})
@@ -367,7 +367,7 @@ func TestAdviseFindsFiltersThatFixThePrimaryKeyByEq(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[visit]{Name: "visits", PrimaryKey: tc.pk, Indexes: tc.indexes})
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[visit]{SchemaLease: testLease, Name: "visits", PrimaryKey: tc.pk, Indexes: tc.indexes})
 			require.NoError(t, err)
 			var visits []visit
 			for i := range 10 {
@@ -461,7 +461,7 @@ func adviseProjectionOfAMultiValuedIndex[T any](t *testing.T, rec T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	full := it.Index[T]{Name: "ct", Fields: []string{"Country", "Tags"}, MultiValued: true, Strategy: it.FullCopy}
-	tbl, err := it.Open(ctx, s, it.Schema[T]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{full}})
+	tbl, err := it.Open(ctx, s, it.Schema[T]{SchemaLease: testLease, Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{full}})
 	require.NoError(t, err)
 	_, err = tbl.Insert(ctx, rec)
 	require.NoError(t, err)
@@ -481,7 +481,7 @@ func adviseProjectionOfAMultiValuedIndex[T any](t *testing.T, rec T) {
 	// Indeed: the same read of the KeysOnly index is covered.
 	keysOnly := full
 	keysOnly.Strategy = it.KeysOnly
-	tbl, err = it.Open(ctx, s, it.Schema[T]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{keysOnly}})
+	tbl, err = it.Open(ctx, s, it.Schema[T]{SchemaLease: testLease, Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[T]{keysOnly}})
 	require.NoError(t, err)
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
 	var zero T
@@ -532,7 +532,7 @@ func TestAdvise(t *testing.T) {
 	for _, readCommon := range []bool{true, false} {
 		t.Run(fmt.Sprintf("read common=%t", readCommon), func(t *testing.T) {
 			ctx := context.Background()
-			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[account]{SchemaLease: testLease, Name: "accounts", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
 				Indexes: []it.Index[account]{
 					{Name: "email", Fields: []string{"Email"}, Unique: true, Strategy: it.KeysOnly},
 					{Name: "active", Fields: []string{"Active"}, Strategy: it.KeysOnly},
@@ -599,7 +599,7 @@ func TestAdvise(t *testing.T) {
 func TestAdviseProposesIndexesForFrequentFilters(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	tbl, err := it.Open(ctx, s, it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+	tbl, err := it.Open(ctx, s, it.Schema[account]{SchemaLease: testLease, Name: "accounts", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[account]{{Name: "town_email", Fields: []string{"Town", "Email"}}}})
 	require.NoError(t, err)
 	for i := range 100 {
@@ -636,7 +636,7 @@ func TestAdviseProposesIndexesForFrequentFilters(t *testing.T) {
 func TestAdviseShrinksFullCopiesToTheFieldsRead(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	tbl, err := it.Open(ctx, s, it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"},
+	tbl, err := it.Open(ctx, s, it.Schema[account]{SchemaLease: testLease, Name: "accounts", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[account]{
 			{Name: "by_town", Fields: []string{"Town"}, Strategy: it.FullCopy},
 			{Name: "by_email", Fields: []string{"Email"}, Strategy: it.FullCopy},
@@ -679,7 +679,7 @@ func TestAdviseShrinksFullCopiesToTheFieldsRead(t *testing.T) {
 func TestAdviseLeavesHealthyAndUnreadableIndexesAlone(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	schema := it.Schema[account]{Name: "accounts", PrimaryKey: []string{"ID"}, Indexes: []it.Index[account]{
+	schema := it.Schema[account]{SchemaLease: testLease, Name: "accounts", PrimaryKey: []string{"ID"}, Indexes: []it.Index[account]{
 		{Name: "email", Fields: []string{"Email"}, Unique: true},
 		{Name: "copy", Fields: []string{"Town"}, Strategy: it.FullCopy},
 		{Name: "counted", Fields: []string{"Score"}, Strategy: it.FullCopy},

@@ -52,20 +52,73 @@ func (t *Table[T]) Build(ctx context.Context, opts BuildOptions) error {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 256
 	}
+	if err := t.refreshView(ctx); err != nil { // the indexes as the catalog has them now
+		return err
+	}
 	var errs []error // an index that cannot be built leaves the others be
 	for _, ix := range t.indexes.load().indexes {
 		build := t.build
 		if t.store.Atomicity().Partition != nil {
 			build = t.buildByRecord
 		}
-		if err := build(ctx, ix.name, &opts); err != nil {
+		err := t.admit(ctx, ix.name)
+		if err == nil {
+			err = build(ctx, ix.name, &opts)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("table %q: build index %q: %w", t.name, ix.name, err))
 			if ctx.Err() != nil {
 				break
 			}
 		}
 	}
+	if ctx.Err() == nil {
+		if err := t.collectGarbage(ctx, true); err != nil {
+			errs = append(errs, fmt.Errorf("table %q: %w", t.name, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// admit returns once index name may be built: at once on a store of
+// unbounded atomicity, where no write commits without the indexes of the
+// schema version it expects. On another store, a delete-only index
+// becomes write-only once every handle has seen it delete-only, and its
+// build starts once every handle has seen it write-only (holdsSince): so
+// no handle that knows the index as absent writes beside one that puts its
+// entries, and none leaves out the entries of a record the build has
+// passed.
+func (t *Table[T]) admit(ctx context.Context, name string) error {
+	if t.versioned {
+		return nil
+	}
+	for {
+		seen := t.clock()
+		_, c, _, err := t.readCatalog(ctx, name)
+		if err != nil || c.state != IndexDeleteOnly && c.state != IndexWriteOnly {
+			return err
+		}
+		version, err := t.readVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if err := t.waitUntil(ctx, t.holdsSince(seen, version)); err != nil {
+			return err
+		}
+		if c.state == IndexWriteOnly {
+			return nil
+		}
+		err = t.switchState(ctx, name, func(c catalogEntry) (catalogEntry, bool) {
+			if c.state != IndexDeleteOnly {
+				return c, false
+			}
+			c.state = IndexWriteOnly
+			return c, true
+		})
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // build builds index name in chunks, each read and committed against the

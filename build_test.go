@@ -161,7 +161,7 @@ func TestBuildResumesAfterACrash(t *testing.T) {
 		for _, applied := range []bool{false, true} {
 			s := copyFacts(t, base)
 			fs := faultstore.New(s)
-			tbl, err := it.Open(ctx, fs, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: idx})
+			tbl, err := it.Open(ctx, fs, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: idx})
 			require.NoError(t, err)
 			fs.CrashAt(faultstore.Apply, crashAt, applied)
 			err = tbl.Build(ctx, it.BuildOptions{ChunkSize: 8})

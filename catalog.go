@@ -3,7 +3,6 @@ package indextable
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,8 +23,17 @@ const (
 	IndexWriteOnly IndexState = iota + 1
 	// IndexReadable: complete, maintained and queried.
 	IndexReadable
-	// IndexDisabled: neither maintained nor queried; its entries are gone.
+	// IndexDisabled: neither maintained nor queried; its entries are
+	// deleted once no handle of the table may still use them (see
+	// SchemaLease).
 	IndexDisabled
+	// IndexDeleteOnly: writes delete the entries of the versions they
+	// replace but put none, and queries do not use it. On a store of
+	// bounded atomicity an added or enabled index starts here, so that no
+	// handle that still knows the index as absent or disabled shares the
+	// table with one that puts its entries; Build moves it on (see the
+	// README's Online schema change section).
+	IndexDeleteOnly
 )
 
 // indexDropped marks the catalog entry of an index the schema removed: a
@@ -40,6 +48,8 @@ func (s IndexState) String() string {
 		return "readable"
 	case IndexDisabled:
 		return "disabled"
+	case IndexDeleteOnly:
+		return "delete-only"
 	}
 	return "IndexState(" + strconv.Itoa(int(s)) + ")"
 }
@@ -114,7 +124,7 @@ func decodeCatalogEntry(b []byte) (catalogEntry, error) {
 			okDef = okDef || t[7] == nil
 		}
 		ok = ok && (format == 1 && len(t) == 7 || format == catalogFormat && len(t) == 8) && (okCursor || t[4] == nil) && okDef &&
-			(c.state >= IndexWriteOnly && c.state <= IndexDisabled || c.state == indexDropped) && c.gen > 0
+			(c.state >= IndexWriteOnly && c.state <= IndexDeleteOnly || c.state == indexDropped) && c.gen > 0
 	}
 	if !ok {
 		return catalogEntry{}, fmt.Errorf("%w: catalog entry %v", ErrCodec, t)
@@ -174,16 +184,18 @@ func (ix *indexTable) place(tablePrefix []byte, gen int64) {
 
 // loadCatalog reconciles the catalog with the table's schema, whose
 // indexes no view holds yet: it places every index at its generation and
-// state, drops the entries of indexes that were removed or replaced, and
-// records new ones; then it publishes the table's first view. Open calls
-// it.
+// state, marks indexes that were removed or replaced as dropped, and
+// records new ones; then it publishes the table's first view and deletes
+// the entries that no handle may use any more (collectGarbage). Open
+// calls it.
 func (t *Table[T]) loadCatalog(ctx context.Context, indexes []*indexTable) error {
 	for attempt := 1; ; attempt++ {
-		version, err := t.reconcileCatalog(ctx, indexes)
+		start := t.clock()
+		v, err := t.reconcileCatalog(ctx, indexes)
 		if err == nil {
-			v := newIndexView(indexes)
-			v.version = version
 			t.indexes.view.Store(v)
+			t.indexes.readAt.Store(start)
+			err = t.collectGarbage(ctx, false)
 		}
 		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return err
@@ -215,36 +227,20 @@ func (t *Table[T]) readCatalogEntries(ctx context.Context) (map[string][]byte, [
 	return stored, version, nil
 }
 
-// readVersion reads the table's schema version (nil: none stored).
-func (t *Table[T]) readVersion(ctx context.Context) ([]byte, error) {
-	v, err := t.store.Get(ctx, schemaVersionKey(t.prefix))
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("table %q: schema version: %w", t.name, err)
-	}
-	return v, nil
-}
-
-// bumpVersion adds to b the change of the schema version from old (nil:
-// none stored) to the next, which it returns.
-func (t *Table[T]) bumpVersion(b *Batch, old []byte) []byte {
-	key := schemaVersionKey(t.prefix)
-	b.expectAsRead(key, old)
-	var n uint64
-	if len(old) == 8 {
-		n = binary.BigEndian.Uint64(old)
-	}
-	next := binary.BigEndian.AppendUint64(nil, n+1)
-	b.Put(key, next)
-	return next
-}
-
-func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) ([]byte, error) {
+// reconcileCatalog makes the catalog the schema's and returns the view of
+// it; or, when the catalog was last changed by a schema of a later
+// Revision, changes nothing and returns the view of the catalog as it is.
+func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) (*indexView, error) {
 	stored, version, err := t.readCatalogEntries(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if versionRevision(version) > t.revision {
+		v, err := t.viewOf(newIndexView(indexes), stored)
+		if err == nil {
+			v.version = version
+		}
+		return v, err
 	}
 	empty := true
 	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), Limit: 1}) {
@@ -253,12 +249,17 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 		}
 		empty = false
 	}
+	// A new index starts readable on an empty table, else write-only; on a
+	// store of bounded atomicity whose table has had a schema, delete-only
+	// (see IndexDeleteOnly), since handles of the older schema may write.
 	fresh := IndexWriteOnly
-	if empty {
+	switch {
+	case !t.versioned && version != nil:
+		fresh = IndexDeleteOnly
+	case empty:
 		fresh = IndexReadable
 	}
 	var b Batch
-	gens := map[string]int64{} // every generation below is garbage
 	for _, ix := range indexes {
 		key := catalogKey(t.prefix, ix.name)
 		next := catalogEntry{fingerprint: ix.fingerprint, gen: 1, state: fresh, def: ix.def}
@@ -286,7 +287,6 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 		delete(stored, ix.name)
 		ix.place(t.prefix, next.gen)
 		ix.state = next.state
-		gens[ix.name] = next.gen
 	}
 	// A removed index leaves a tombstone, so that its generations are
 	// never reused: entries a crash left behind cannot come back.
@@ -295,27 +295,21 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 		if err != nil {
 			return nil, fmt.Errorf("table %q, index %q: %w", t.name, name, err)
 		}
-		gens[name] = c.gen + 1
 		if c.state != indexDropped {
 			key := catalogKey(t.prefix, name)
 			b.ExpectValue(key, old)
 			b.Put(key, catalogEntry{gen: c.gen, state: indexDropped}.encode())
 		}
 	}
-	if b.Len() > 0 {
+	if b.Len() > 0 || versionRevision(version) < t.revision {
 		version = t.bumpVersion(&b, version)
 		if err := t.store.Apply(ctx, &b); err != nil {
 			return nil, err
 		}
 	}
-	// The catalog no longer names older generations: delete what is left
-	// of them (usually nothing, one empty scan each).
-	for name, gen := range gens {
-		if err := t.dropGenerations(ctx, name, gen); err != nil {
-			return nil, fmt.Errorf("table %q: drop old entries of index %q: %w", t.name, name, err)
-		}
-	}
-	return version, nil
+	v := newIndexView(indexes)
+	v.version = version
+	return v, nil
 }
 
 // dropGenerations deletes the entries of index name's generations below
@@ -354,37 +348,6 @@ func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) 
 	}
 }
 
-// sameCatalog returns an error wrapping ErrInvalidSchema when the catalog
-// names other indexes, or other generations, than the table was opened
-// with.
-func (t *Table[T]) sameCatalog(ctx context.Context) error {
-	stored, _, err := t.readCatalogEntries(ctx)
-	if err != nil {
-		return err
-	}
-	// The catalog may have moved on to a generation this table is
-	// publishing, or published since: compare with the view after the
-	// read, once a publication under way is done.
-	t.indexes.publish.Lock()
-	view := t.indexes.load()
-	t.indexes.publish.Unlock()
-	live := 0
-	for name, v := range stored {
-		c, err := decodeCatalogEntry(v)
-		if err != nil || c.state == indexDropped {
-			continue
-		}
-		live++
-		if ix := view.lookup(name); ix == nil || ix.gen < c.gen {
-			return fmt.Errorf("%w: table %q: index %q was defined anew since the table was opened; reopen it", ErrInvalidSchema, t.name, name)
-		}
-	}
-	if live != len(view.indexes) {
-		return fmt.Errorf("%w: table %q: its indexes were changed since the table was opened; reopen it", ErrInvalidSchema, t.name)
-	}
-	return nil
-}
-
 // IndexStatus returns the catalog's record of each of the table's indexes,
 // in schema order.
 func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
@@ -421,12 +384,23 @@ func (t *Table[T]) readCatalog(ctx context.Context, name string) (*indexTable, c
 			return nil, c, nil, fmt.Errorf("table %q, index %q: %w", t.name, name, err)
 		}
 		ix, err := t.refresh(name, c, before)
-		if errors.Is(err, errCatalogBehind) && attempt < maxAttempts {
-			continue // read before a change of this table's that is published now
+		if attempt < maxAttempts {
+			switch {
+			case errors.Is(err, errCatalogBehind):
+				continue // read before a change of this table's that is published now
+			case errors.Is(err, errViewBehind):
+				if err = t.refreshView(ctx); err == nil {
+					continue
+				}
+			}
 		}
 		return ix, c, v, err
 	}
 }
+
+// errViewBehind reports a catalog entry newer than the table's view: an
+// index that another process redefined, dropped or enabled anew.
+var errViewBehind = errors.New("the catalog is ahead of the view")
 
 // errCatalogBehind reports a catalog entry that may be older than the
 // table's view.
@@ -444,13 +418,14 @@ func (t *Table[T]) refresh(name string, c catalogEntry, before *indexView) (*ind
 	view := m.load()
 	ix := view.lookup(name)
 	switch {
+	case ix == nil && slices.Contains(view.dropped, name):
+		return nil, fmt.Errorf("%w: table %q, index %q was dropped by another process", ErrIndexNotReadable, t.name, name)
 	case ix == nil:
 		return nil, fmt.Errorf("%w: table %q has no index %q", ErrInvalidSchema, t.name, name)
 	case c.gen < ix.gen || view != before:
 		return nil, fmt.Errorf("%w: table %q, index %q: generation %d, this table has %d", errCatalogBehind, t.name, name, c.gen, ix.gen)
-	case c.gen > ix.gen || c.state == indexDropped:
-		return nil, fmt.Errorf("%w: table %q, index %q was redefined or dropped by another process (generation %d, this table has %d); reopen the table",
-			ErrInvalidSchema, t.name, name, c.gen, ix.gen)
+	case c.gen > ix.gen || c.state == indexDropped || c.fingerprint != ix.fingerprint:
+		return nil, errViewBehind
 	case c.state != ix.state:
 		ix = ix.with(t.prefix, ix.gen, c.state)
 		m.replace(ix)
@@ -475,47 +450,60 @@ func (t *Table[T]) readable(ctx context.Context, ix *indexTable) (*indexTable, e
 	return ix, nil
 }
 
-// DisableIndex stops maintaining and querying index name and deletes its
-// entries. EnableIndex brings it back. Both may run while the table is
-// written and read: they wait for the writes of this table already under
-// way, and every write after them plans against the new state. On a store
-// of unbounded atomicity, the other processes' writes take the change up
-// at once (see ErrStaleSchema); their reads, and every process on a
-// partitioned store, see it when they reopen the table (a table that knows
-// the index as readable keeps querying it without looking at the catalog
-// again), so reopen it there. A read through this table that overlaps the
-// disabling of its index ends with an error wrapping ErrIndexNotReadable,
-// rather than return part of the index as all of it.
+// DisableIndex stops maintaining and querying index name. EnableIndex
+// brings it back. Both may run while the table is written and read: they
+// wait for the writes of this table already under way, and every write
+// after them plans against the new state. Other handles of the table take
+// the change up within the SchemaLease: on a store of unbounded atomicity
+// their writes at once, as each expects the schema version it planned at.
+// The disabled index's entries are deleted once no handle may still read
+// them, two leases later, by the next Open or Build of the table (Build
+// waits for it). A read through this table that overlaps the disabling of
+// its index ends with an error wrapping ErrIndexNotReadable, rather than
+// return part of the index as all of it.
 func (t *Table[T]) DisableIndex(ctx context.Context, name string) error {
-	return t.setState(ctx, name, IndexDisabled)
+	return t.setState(ctx, name, func(c catalogEntry) (catalogEntry, bool) {
+		if c.state == IndexDisabled {
+			return c, false
+		}
+		c.state, c.cursor, c.done, c.total = IndexDisabled, nil, 0, 0
+		return c, true
+	})
 }
 
-// EnableIndex makes a disabled index write-only again, with an empty key
-// range of a new generation; Build then makes it readable. Enabling an
-// index that is not disabled does nothing.
+// EnableIndex makes a disabled index write-only again (delete-only, on a
+// store of bounded atomicity), with an empty key range of a new
+// generation; Build then makes it readable. Enabling an index that is not
+// disabled does nothing.
 func (t *Table[T]) EnableIndex(ctx context.Context, name string) error {
-	return t.setState(ctx, name, IndexWriteOnly)
+	return t.setState(ctx, name, func(c catalogEntry) (catalogEntry, bool) {
+		if c.state != IndexDisabled {
+			return c, false
+		}
+		// A new generation: the disabled one may hold leftovers of
+		// writes of other handles that had not yet seen the disabling.
+		state := IndexWriteOnly
+		if !t.versioned {
+			state = IndexDeleteOnly
+		}
+		return catalogEntry{fingerprint: c.fingerprint, gen: c.gen + 1, state: state, def: c.def}, true
+	})
 }
 
-func (t *Table[T]) setState(ctx context.Context, name string, state IndexState) error {
+func (t *Table[T]) setState(ctx context.Context, name string, move func(catalogEntry) (catalogEntry, bool)) error {
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
 	if t.indexes.load().lookup(name) == nil {
 		return fmt.Errorf("%w: table %q has no index %q", ErrInvalidSchema, t.name, name)
 	}
-	prefix, err := t.switchState(ctx, name, state)
-	if err != nil || prefix == nil {
-		return err
-	}
-	// Disabled: no write of this table adds entries there any more.
-	return deleteRange(ctx, t.store, prefix, tupleEnd(prefix))
+	return t.switchState(ctx, name, move)
 }
 
-// switchState commits index name's move to state in the catalog, with the
-// view that follows it, while no write plans against the view before; it
-// returns the prefix of the entries a disabling leaves to delete.
-func (t *Table[T]) switchState(ctx context.Context, name string, state IndexState) ([]byte, error) {
+// switchState commits index name's catalog entry as move changes it (if it
+// does), with the view that follows it, while no write of this table plans
+// against the view before.
+func (t *Table[T]) switchState(ctx context.Context, name string, move func(catalogEntry) (catalogEntry, bool)) error {
 	m := &t.indexes
 	m.drain.Lock()
 	defer m.drain.Unlock()
@@ -523,22 +511,23 @@ func (t *Table[T]) switchState(ctx context.Context, name string, state IndexStat
 	for attempt := 1; ; attempt++ {
 		ix, c, old, err := t.readCatalog(ctx, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		switch {
-		case state == IndexDisabled && c.state == IndexDisabled,
-			state == IndexWriteOnly && c.state != IndexDisabled:
-			return nil, nil
-		case state == IndexWriteOnly:
-			// A new generation: the disabled one may hold leftovers of
-			// writes of other processes that raced with the disabling.
-			c = catalogEntry{fingerprint: c.fingerprint, gen: c.gen + 1, state: IndexWriteOnly, def: c.def}
-		default:
-			c.state, c.cursor, c.done, c.total = state, nil, 0, 0
+		c, changed := move(c)
+		if !changed {
+			return nil
 		}
 		version, err := t.readVersion(ctx)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if !bytes.Equal(version, m.load().version) && attempt < maxAttempts {
+			// The view must have every other change of the catalog
+			// before it takes this change's version.
+			if err := t.refreshView(ctx); err != nil {
+				return err
+			}
+			continue
 		}
 		var b Batch
 		b.ExpectValue(key, old)
@@ -554,12 +543,9 @@ func (t *Table[T]) switchState(ctx context.Context, name string, state IndexStat
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("table %q, index %q: %w", t.name, name, err)
+			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
 		}
-		if state == IndexDisabled {
-			return ix.prefix, nil
-		}
-		return nil, nil
+		return nil
 	}
 }
 
@@ -647,54 +633,4 @@ func decodeIndexDefinition(b []byte) (IndexDefinition, error) {
 		err = bad
 	}
 	return d, err
-}
-
-// refreshView reads the catalog after a write found the schema version
-// changed (its attempt-th time) and, when the catalog names the view's
-// indexes with their definitions and no other, publishes the view in the
-// catalog's states and generations at its version: a disabling or an
-// enabling elsewhere then holds for this table's next writes. Otherwise another process
-// added, redefined or dropped an index, and the write is refused with
-// ErrStaleSchema.
-func (t *Table[T]) refreshView(ctx context.Context, attempt int) error {
-	if attempt == maxAttempts {
-		return fmt.Errorf("table %q: the schema kept changing: %w", t.name, ErrConflict)
-	}
-	stored, version, err := t.readCatalogEntries(ctx)
-	if err != nil {
-		return fmt.Errorf("table %q: %w", t.name, err)
-	}
-	m := &t.indexes
-	m.publish.Lock()
-	defer m.publish.Unlock()
-	view := m.load()
-	if view.version != nil && (version == nil || bytes.Compare(version, view.version) <= 0) {
-		return nil // the view is as new: this table published it meanwhile
-	}
-	indexes := slices.Clone(view.indexes)
-	live := 0
-	for name, v := range stored {
-		c, err := decodeCatalogEntry(v)
-		if err != nil {
-			return fmt.Errorf("table %q, index %q: %w", t.name, name, err)
-		}
-		i := slices.IndexFunc(indexes, func(ix *indexTable) bool { return ix.name == name })
-		switch {
-		case c.state == indexDropped && i < 0:
-			continue
-		case c.state == indexDropped || i < 0 || c.fingerprint != indexes[i].fingerprint || c.gen < indexes[i].gen:
-			return fmt.Errorf("%w: table %q: index %q was added, redefined or dropped by another process; reopen the table", ErrStaleSchema, t.name, name)
-		}
-		live++
-		if c.state != indexes[i].state || c.gen != indexes[i].gen { // a new generation: enabled again
-			indexes[i] = indexes[i].with(t.prefix, c.gen, c.state)
-		}
-	}
-	if live != len(indexes) {
-		return fmt.Errorf("%w: table %q: an index was dropped by another process; reopen the table", ErrStaleSchema, t.name)
-	}
-	next := newIndexView(indexes)
-	next.version = version
-	m.view.Store(next)
-	return nil
 }

@@ -8,11 +8,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // FuzzCatalogEntry checks the same for catalog entries.
+// testLease is the SchemaLease of tests whose lifecycle steps wait for
+// other handles: short, so that they do not wait long.
+const testLease = 20 * time.Millisecond
+
 func FuzzCatalogEntry(f *testing.F) {
 	f.Add(uint64(1), int64(1), int8(IndexWriteOnly), []byte(nil), int64(0), int64(0), []byte(nil), []byte{0x0c})
 	f.Add(uint64(1<<63+5), int64(7), int8(indexDropped), []byte("cursor"), int64(3), int64(9), []byte("def"), []byte{})
@@ -74,7 +79,7 @@ func TestCatalogKeepsDefinitions(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := NewMemoryStore()
-	schema := Schema[rec]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []Index[rec]{
+	schema := Schema[rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []Index[rec]{
 		{Name: "town", Fields: []string{"Town", "Name"}, Strategy: Partial, Projection: []string{"Tags"}, Sparse: true},
 		{Name: "name", Fields: []string{"Name"}, Unique: true},
 		{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: FullCopy, Consistency: Eventual},

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
-	"github.com/indextable/indextable/internal/faultstore"
 	"github.com/indextable/indextable/storetest"
 )
 
@@ -25,7 +25,7 @@ func indexByName(name string) it.Index[person] {
 
 func openWith(t testing.TB, s it.Store, indexes ...it.Index[person]) *it.Table[person] {
 	t.Helper()
-	tbl, err := it.Open(context.Background(), s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
+	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
 	require.NoError(t, err)
 	return tbl
 }
@@ -84,7 +84,7 @@ func TestCatalogDetectsSchemaChanges(t *testing.T) {
 	require.Equal(t, it.IndexStatus{Name: "town", State: it.IndexWriteOnly, Generation: 2, Placement: it.InterPartition}, st["town"])
 	require.Equal(t, it.IndexWriteOnly, st["name"].State)
 	require.Equal(t, it.IndexWriteOnly, st["email"].State)
-	require.Empty(t, indexNames(t, s), "the old definitions' entries are gone")
+	require.Equal(t, map[string]int{"town@1": 20, "tags@1": 20}, indexNames(t, s), "the old definitions' entries, for handles that may still read them")
 	for _, name := range []string{"town", "name", "email"} {
 		_, _, err := tbl.FindPage(ctx, it.Query{Index: name, Limit: 1})
 		require.ErrorIs(t, err, it.ErrIndexNotReadable)
@@ -100,6 +100,7 @@ func TestCatalogDetectsSchemaChanges(t *testing.T) {
 	model[100] = p
 	var progress []it.BuildProgress
 	require.NoError(t, tbl.Build(ctx, it.BuildOptions{ChunkSize: 6, Progress: func(p it.BuildProgress) { progress = append(progress, p) }}))
+	require.Equal(t, map[string]int{"town@2": 21, "name@1": 21, "email@1": 21}, indexNames(t, s), "Build deleted the old definitions' entries")
 	st = statusOf(t, tbl)
 	for _, name := range []string{"town", "name", "email"} {
 		require.Equal(t, it.IndexReadable, st[name].State, name)
@@ -159,7 +160,7 @@ func TestDisableAndEnableIndex(t *testing.T) {
 		model[i] = p
 	}
 	require.NoError(t, tbl.DisableIndex(ctx, "town"))
-	require.Equal(t, map[string]int{"name@1": 10}, indexNames(t, s))
+	require.Equal(t, map[string]int{"town@1": 10, "name@1": 10}, indexNames(t, s), "other handles may read them for two leases")
 	_, err := tbl.Count(ctx, it.Query{Index: "town"})
 	require.ErrorIs(t, err, it.ErrIndexNotReadable)
 	assert.Contains(t, err.Error(), "disabled")
@@ -168,6 +169,7 @@ func TestDisableAndEnableIndex(t *testing.T) {
 	_, err = tbl.Update(ctx, person{ID: 1, Town: "Elsewhere", Name: "x"})
 	require.NoError(t, err)
 	model[1] = person{ID: 1, Town: "Elsewhere", Name: "x"}
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}), "Build waits out the lease and deletes them")
 	require.Equal(t, map[string]int{"name@1": 10}, indexNames(t, s))
 
 	// The disabled state survives reopening.
@@ -231,9 +233,10 @@ func TestConsistencyChangeRebuilds(t *testing.T) {
 	requireNoDrift(t, tbl)
 }
 
-// TestDroppedGenerationsAreNeverReused: a crash after the catalog dropped
-// an index but before its entries were deleted; the index comes back
-// later, at a new generation, and the old entries are gone.
+// TestDroppedGenerationsAreNeverReused: an index is dropped, and its
+// entries stay while handles of the older schema may read them; it comes
+// back, at a new generation, before they are deleted, and they never show
+// in it.
 func TestDroppedGenerationsAreNeverReused(t *testing.T) {
 	ctx := context.Background()
 	mem := it.NewMemoryStore()
@@ -243,25 +246,24 @@ func TestDroppedGenerationsAreNeverReused(t *testing.T) {
 		_, err := tbl.Insert(ctx, person{ID: i, Town: "R", Name: fmt.Sprint("n", i)})
 		require.NoError(t, err)
 	}
-	fs := faultstore.New(mem)
-	fs.CrashAt(faultstore.Apply, 2, false) // the catalog applies, the deletion does not
-	_, err := it.Open(ctx, fs, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}})
-	require.ErrorIs(t, err, faultstore.ErrCrashed)
+	plain := openWith(t, mem) // drops the index
 	require.Equal(t, map[string]int{"town_name@1": 3}, indexNames(t, mem))
-
-	plain := openWith(t, mem) // the restart finishes the drop
-	require.Empty(t, indexNames(t, mem))
 	require.NoError(t, plain.Delete(ctx, it.Tuple{1}))
 	again := openWith(t, mem, town)
 	require.Equal(t, int64(2), statusOf(t, again)["town_name"].Generation)
+	time.Sleep(testLease) // the first handle's view is older than half a lease: it reads the catalog again
+	_, err := tbl.Count(ctx, it.Query{Index: "town_name"})
+	require.ErrorIs(t, err, it.ErrIndexNotReadable, "the first handle learnt the new generation, write-only")
 	require.NoError(t, again.Build(ctx, it.BuildOptions{}))
+	require.Equal(t, map[string]int{"town_name@2": 2}, indexNames(t, mem))
 	require.Len(t, collect(t, again, it.Query{Index: "town_name", Eq: it.Tuple{"R"}}), 2)
 	requireNoDrift(t, again)
 }
 
-// TestMaintainerOfAnOlderSchemaStops: a maintainer whose table was opened
-// before an index was added would apply changes without it; it stops.
-func TestMaintainerOfAnOlderSchemaStops(t *testing.T) {
+// TestMaintainerOfAnOlderSchema: a maintainer whose table was opened
+// before an index was added maintains it too, learnt from the catalog;
+// one that cannot (a Key func) stops with ErrStaleSchema.
+func TestMaintainerOfAnOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	town := indexByName("town")
@@ -272,11 +274,22 @@ func TestMaintainerOfAnOlderSchemaStops(t *testing.T) {
 	current := openWith(t, s, town, name)
 	_, err := current.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
 	require.NoError(t, err)
-	_, err = old.ApplyPending(ctx, it.MaintainerOptions{})
-	require.ErrorIs(t, err, it.ErrInvalidSchema)
-	require.ErrorIs(t, old.RunMaintainer(ctx, it.MaintainerOptions{}), it.ErrInvalidSchema)
-	storetest.Drain(t, current)
+	n, err := old.ApplyPending(ctx, it.MaintainerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 	require.Len(t, collect(t, current, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
+	requireNoDrift(t, current)
+
+	upper := it.Index[person]{Name: "upper", Consistency: it.Eventual, Key: func(p person) []it.Tuple { return []it.Tuple{{strings.ToUpper(p.Name)}} }}
+	newest := openWith(t, s, town, name, upper)
+	_, err = newest.Insert(ctx, person{ID: 2, Town: "R", Name: "b"})
+	require.NoError(t, err)
+	_, err = old.ApplyPending(ctx, it.MaintainerOptions{})
+	require.ErrorIs(t, err, it.ErrStaleSchema)
+	require.ErrorIs(t, old.RunMaintainer(ctx, it.MaintainerOptions{}), it.ErrStaleSchema)
+	storetest.Drain(t, newest)
+	require.NoError(t, newest.Build(ctx, it.BuildOptions{}))
+	require.Len(t, collect(t, newest, it.Query{Index: "upper", Eq: it.Tuple{"B"}}), 1)
 }
 
 // TestBuildFitsChunksToTheAtomicityScope: a store that takes at most ten
@@ -367,64 +380,116 @@ func TestCatalogEntryThatIsNoTupleIsACodecError(t *testing.T) {
 	assert.ErrorIs(t, err, it.ErrCodec, "a catalog entry that does not decode")
 }
 
-// TestOlderHandleRefusedOnUnboundedStores: two handles of one table on a
-// store of unbounded atomicity, the second opened with a newer schema.
-// Every write carries the schema version it planned at, so a handle that
-// missed a change of the indexes cannot commit: once the newer handle
-// added or dropped an index, the older one's writes fail with
-// ErrStaleSchema and change nothing (before, they went through without
-// the new index's entries, or left entries in a dropped one); a disabling
-// or an enabling by the other handle holds for its next write at once.
-func TestOlderHandleRefusedOnUnboundedStores(t *testing.T) {
+// testLease is the SchemaLease of tests whose lifecycle steps wait for
+// other handles: short, so that they do not wait long.
+const testLease = 20 * time.Millisecond
+
+// TestOlderHandleOnUnboundedStores: two handles of one table on a store of
+// unbounded atomicity, the second opened with a newer schema. Every write
+// carries the schema version it planned at, so a handle that missed a
+// change of the indexes cannot commit without it: once the newer handle
+// added an index, the older one's writes maintain it too (before, they
+// went through without its entries); once it dropped one, they leave it
+// be; a disabling or an enabling holds for the next write at once. An
+// added index with a Key func, which the older program cannot compute,
+// makes its writes fail with ErrStaleSchema and change nothing.
+func TestOlderHandleOnUnboundedStores(t *testing.T) {
 	ctx := context.Background()
 	town, name := indexByName("town"), indexByName("name")
-	stores := map[string]func(t *testing.T) it.Store{
-		"memory": func(*testing.T) it.Store { return it.NewMemoryStore() },
+	computed := it.Index[person]{Name: "upper", Key: func(p person) []it.Tuple { return []it.Tuple{{strings.ToUpper(p.Name)}} }}
+	open := func(s it.Store, indexes ...it.Index[person]) *it.Table[person] {
+		tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
+		require.NoError(t, err)
+		return tbl
 	}
-	for storeName, open := range stores {
-		t.Run(storeName+"/add", func(t *testing.T) {
-			s := open(t)
-			older := openWith(t, s, town)
-			_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+	t.Run("add", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		older := open(s, town)
+		_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+		require.NoError(t, err)
+		newer := open(s, town, name)
+		_, err = older.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
+		require.NoError(t, err, "the older handle learns the index from the catalog")
+		require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
+		_, err = older.Update(ctx, person{ID: 2, Town: "Oslo", Name: "C"})
+		require.NoError(t, err)
+		requireClean(t, newer)
+		require.Len(t, collect(t, newer, it.Query{Index: "name", Eq: it.Tuple{"C"}}), 1)
+		require.Empty(t, collect(t, newer, it.Query{Index: "name", Eq: it.Tuple{"B"}}))
+		require.Len(t, collect(t, older, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1, "the older handle reads it too")
+	})
+	t.Run("add a Key func", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		older := open(s, town)
+		newer := open(s, town, computed)
+		_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "a"})
+		require.ErrorIs(t, err, it.ErrStaleSchema)
+		_, err = older.Get(ctx, 1)
+		require.ErrorIs(t, err, it.ErrNotFound, "the refused write changed nothing")
+		require.Empty(t, collect(t, older, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}}), "reads go on")
+		_, err = newer.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "a"})
+		require.NoError(t, err)
+		requireClean(t, newer)
+	})
+	t.Run("drop", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		older := open(s, town, name)
+		_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+		require.NoError(t, err)
+		newer := open(s, town)
+		_, err = older.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
+		require.NoError(t, err)
+		_, err = older.Count(ctx, it.Query{Index: "name"})
+		require.ErrorIs(t, err, it.ErrIndexNotReadable)
+		require.NoError(t, newer.Build(ctx, it.BuildOptions{}), "Build deletes the dropped index's entries")
+		_, err = older.Insert(ctx, person{ID: 3, Town: "Oslo", Name: "C"})
+		require.NoError(t, err)
+		requireClean(t, newer)
+		require.Len(t, keysIn(t, s, it.SpaceIndex), 3, "the entries of town, none of the dropped index")
+	})
+	t.Run("an older revision reopens", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		openRev := func(rev int64, indexes ...it.Index[person]) *it.Table[person] {
+			tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, SchemaLease: testLease, Revision: rev})
 			require.NoError(t, err)
-			newer := openWith(t, s, town, name)
-			_, err = older.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
-			require.ErrorIs(t, err, it.ErrStaleSchema)
-			_, err = older.Get(ctx, 2)
-			require.ErrorIs(t, err, it.ErrNotFound, "the refused write changed nothing")
-			require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
-			_, err = newer.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
-			require.NoError(t, err)
-			rep, err := newer.Verify(ctx, it.VerifyOptions{})
-			require.NoError(t, err)
-			require.Zero(t, rep.Total(), "%v", rep.Samples)
-			require.Len(t, collect(t, newer, it.Query{Index: "name", Eq: it.Tuple{"B"}}), 1)
-		})
-		t.Run(storeName+"/drop", func(t *testing.T) {
-			s := open(t)
-			older := openWith(t, s, town, name)
-			newer := openWith(t, s, town)
-			_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
-			require.ErrorIs(t, err, it.ErrStaleSchema)
-			require.Empty(t, keysIn(t, s, it.SpaceIndex), "no entry of the dropped index, nor any other")
-			_, err = newer.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
-			require.NoError(t, err)
-		})
-		t.Run(storeName+"/disable", func(t *testing.T) {
-			s := open(t)
-			one := openWith(t, s, town, name)
-			other := openWith(t, s, town, name)
-			require.NoError(t, other.DisableIndex(ctx, "name"))
-			_, err := one.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
-			require.NoError(t, err, "a disabling elsewhere is taken up, not refused")
-			require.NoError(t, other.EnableIndex(ctx, "name"))
-			_, err = one.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
-			require.NoError(t, err)
-			require.NoError(t, other.Build(ctx, it.BuildOptions{}))
-			rep, err := other.Verify(ctx, it.VerifyOptions{})
-			require.NoError(t, err)
-			require.Zero(t, rep.Total(), "%v", rep.Samples)
-			require.Len(t, collect(t, other, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
-		})
-	}
+			return tbl
+		}
+		_, err := openRev(1, town).Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+		require.NoError(t, err)
+		newer := openRev(2, town, name)
+		before := statusOf(t, newer)
+		older := openRev(1, town) // restarted during the deploy: leaves the catalog be
+		require.Equal(t, before, statusOf(t, newer))
+		_, err = older.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
+		require.NoError(t, err)
+		require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
+		requireClean(t, newer)
+		require.Len(t, collect(t, older, it.Query{Index: "name", Eq: it.Tuple{"B"}}), 1)
+		openRev(3, town) // the next release drops it
+		time.Sleep(testLease) // older reads the catalog again at its next read
+		_, err = older.Count(ctx, it.Query{Index: "name"})
+		require.ErrorIs(t, err, it.ErrIndexNotReadable)
+	})
+	t.Run("disable", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		one := open(s, town, name)
+		other := open(s, town, name)
+		require.NoError(t, other.DisableIndex(ctx, "name"))
+		_, err := one.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+		require.NoError(t, err, "a disabling elsewhere is taken up, not refused")
+		require.NoError(t, other.EnableIndex(ctx, "name"))
+		_, err = one.Insert(ctx, person{ID: 2, Town: "Oslo", Name: "B"})
+		require.NoError(t, err)
+		require.NoError(t, other.Build(ctx, it.BuildOptions{}))
+		requireClean(t, other)
+		require.Len(t, collect(t, other, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
+	})
+}
+
+// requireClean requires that Verify finds nothing wrong with tbl.
+func requireClean(t testing.TB, tbl *it.Table[person]) {
+	t.Helper()
+	rep, err := tbl.Verify(context.Background(), it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Total(), "%v", rep.Samples)
 }

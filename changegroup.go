@@ -148,6 +148,7 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 		if current, err = t.factEntries(want, fact, g.pk); err != nil {
 			return err
 		}
+		current = view.putting(current)
 	}
 	before, strays, err := t.earlierEntries(view, g, want, current)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 func TestReplayedChangesAreHarmless(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
 	require.NoError(t, err)
 	queue := func() map[string]string {
 		out := map[string]string{}

@@ -162,7 +162,7 @@ func TestModelEventual(t *testing.T) {
 }
 
 func TestEventualUniqueIndexIsRefused(t *testing.T) {
-	_, err := it.Open(context.Background(), it.NewMemoryStore(), it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
+	_, err := it.Open(context.Background(), it.NewMemoryStore(), it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
 		{Name: "email", Fields: []string{"Email"}, Unique: true, Consistency: it.Eventual},
 	}})
 	require.ErrorIs(t, err, it.ErrInvalidSchema)

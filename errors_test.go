@@ -75,7 +75,7 @@ func checkErrors(t *testing.T, cases []errorCase) {
 // openErrTable opens the table "errs" of errRec over s, with codec c.
 func openErrTable(t *testing.T, s it.Store, c it.Codec) *it.Table[errRec] {
 	t.Helper()
-	tbl, err := it.Open(context.Background(), s, it.Schema[errRec]{Name: "errs", PrimaryKey: []string{"ID"}, Codec: c, Indexes: []it.Index[errRec]{
+	tbl, err := it.Open(context.Background(), s, it.Schema[errRec]{SchemaLease: testLease, Name: "errs", PrimaryKey: []string{"ID"}, Codec: c, Indexes: []it.Index[errRec]{
 		{Name: "age", Fields: []string{"Age"}},
 		{Name: "age_note", Fields: []string{"Age"}, Strategy: it.Partial, Projection: []string{"Note"}},
 		{Name: "computed", Key: func(r errRec) []it.Tuple {

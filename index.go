@@ -338,10 +338,16 @@ func (ix *indexTable) decodeUnique(value []byte) (pk, payload []byte, err error)
 // planned against the older view is still in flight: none leaves entries
 // in a generation that was disabled, and none commits, behind a build,
 // without the entries of an index that became write-only.
+//
+// The view is also a lease on the catalog (see SchemaLease): readAt is
+// when the catalog was last read for it, and renewing lets one caller at a
+// time read it again.
 type indexManager struct {
-	view    atomic.Pointer[indexView]
-	publish sync.Mutex   // orders the views published, and a catalog change with its view
-	drain   sync.RWMutex // shared: planning and writing entries; exclusive: a lifecycle change
+	view     atomic.Pointer[indexView]
+	publish  sync.Mutex   // orders the views published, and a catalog change with its view
+	drain    sync.RWMutex // shared: planning and writing entries; exclusive: a lifecycle change
+	readAt   atomic.Int64 // Table.clock when the catalog read that the view is current for began
+	renewing sync.Mutex
 }
 
 // load returns the current view.
@@ -361,21 +367,27 @@ func (m *indexManager) replaceAt(ix *indexTable, version []byte) {
 		}
 	}
 	v := newIndexView(indexes)
-	v.version = version
+	v.version, v.stale, v.dropped = version, old.stale, old.dropped
 	m.view.Store(v)
 }
 
 // indexView is one immutable state of a table's indexes.
 type indexView struct {
-	version  []byte        // the schema version it was read at (see schemaVersionKey); nil: none stored
-	indexes  []*indexTable // in schema order
-	sync     []*indexTable // those a write keeps up to date in its own batch
-	queueing bool          // writes queue changes for Eventual indexes
+	version    []byte        // the schema version it was read at (see schemaVersionKey); nil: none stored
+	indexes    []*indexTable // in schema order
+	sync       []*indexTable // those a write keeps up to date in its own batch
+	queueing   bool          // writes queue changes for Eventual indexes
+	deleteOnly bool          // some maintained index is IndexDeleteOnly
+	// stale, when set, refuses writes: it wraps ErrStaleSchema and names
+	// the indexes of the catalog this program cannot maintain.
+	stale   error
+	dropped []string // indexes of the schema that another process dropped
 }
 
 func newIndexView(indexes []*indexTable) *indexView {
 	v := &indexView{indexes: indexes}
 	for _, ix := range indexes {
+		v.deleteOnly = v.deleteOnly || ix.state == IndexDeleteOnly
 		switch {
 		case !ix.maintained():
 		case ix.eventual:
@@ -385,6 +397,15 @@ func newIndexView(indexes []*indexTable) *indexView {
 		}
 	}
 	return v
+}
+
+// putting returns es without the entries of delete-only indexes, which
+// writes delete but never put.
+func (v *indexView) putting(es []entry) []entry {
+	if !v.deleteOnly {
+		return es
+	}
+	return slices.DeleteFunc(es, func(e entry) bool { return e.ix.state == IndexDeleteOnly })
 }
 
 // owner returns the non-unique index of v whose entries key lies among,

@@ -60,7 +60,7 @@ func openPeople(t testing.TB, s it.Store) *it.Table[person] {
 
 func openPeopleWith(t testing.TB, s it.Store, c it.Codec) *it.Table[person] {
 	t.Helper()
-	tbl, err := it.Open(context.Background(), s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes(), Codec: c})
+	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes(), Codec: c})
 	require.NoError(t, err)
 	return tbl
 }
@@ -353,7 +353,7 @@ func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 	}
 	sharded := mode == modeShardedLeading || mode == modeShardedHash
 	hasEmail := slices.ContainsFunc(indexes, func(ix it.Index[person]) bool { return ix.Name == "email" })
-	tbl, err := it.Open(ctx, store, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
+	tbl, err := it.Open(ctx, store, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
 	require.NoError(t, err)
 	var m *maintainers
 	if mode != modeSynchronous {
@@ -532,31 +532,31 @@ func TestOpenRejectsInvalidSchemas(t *testing.T) {
 		schema it.Schema[bad]
 		want   string
 	}{
-		{"no name", it.Schema[bad]{PrimaryKey: []string{"ID"}}, "no name"},
-		{"no primary key", it.Schema[bad]{Name: "t"}, "no primary key"},
-		{"unknown primary key field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"Nope"}}, `no exported field "Nope"`},
-		{"unexported field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"hidden"}}, `no exported field "hidden"`},
-		{"slice primary key", it.Schema[bad]{Name: "t", PrimaryKey: []string{"Tags"}}, "is a slice"},
-		{"struct key", it.Schema[bad]{Name: "t", PrimaryKey: []string{"Nested"}}, "cannot be a key component"},
-		{"duplicate primary key field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID", "ID"}}, "twice"},
-		{"duplicate index names", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+		{"no name", it.Schema[bad]{SchemaLease: testLease, PrimaryKey: []string{"ID"}}, "no name"},
+		{"no primary key", it.Schema[bad]{SchemaLease: testLease, Name: "t"}, "no primary key"},
+		{"unknown primary key field", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"Nope"}}, `no exported field "Nope"`},
+		{"unexported field", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"hidden"}}, `no exported field "hidden"`},
+		{"slice primary key", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"Tags"}}, "is a slice"},
+		{"struct key", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"Nested"}}, "cannot be a key component"},
+		{"duplicate primary key field", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID", "ID"}}, "twice"},
+		{"duplicate index names", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
 			{Name: "a", Fields: []string{"ID"}}, {Name: "a", Fields: []string{"ID"}}}}, `two indexes are named "a"`},
-		{"unnamed index", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Fields: []string{"ID"}}}}, "no name"},
-		{"index without key", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a"}}}, "no key"},
-		{"fields and key func", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+		{"unnamed index", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Fields: []string{"ID"}}}}, "no name"},
+		{"index without key", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a"}}}, "no key"},
+		{"fields and key func", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
 			{Name: "a", Fields: []string{"ID"}, Key: func(bad) []it.Tuple { return nil }}}}, "not both"},
-		{"unknown index field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"Town"}}}}, `no exported field "Town"`},
-		{"slice without MultiValued", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"Tags"}}}}, "multi-valued"},
-		{"MultiValued without slice", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"ID"}, MultiValued: true}}}, "no key field is a slice"},
-		{"projection on keys-only", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+		{"unknown index field", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"Town"}}}}, `no exported field "Town"`},
+		{"slice without MultiValued", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"Tags"}}}}, "multi-valued"},
+		{"MultiValued without slice", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{{Name: "a", Fields: []string{"ID"}, MultiValued: true}}}, "no key field is a slice"},
+		{"projection on keys-only", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
 			{Name: "a", Fields: []string{"ID"}, Projection: []string{"Tags"}}}}, "only for the Partial strategy"},
-		{"partial without projection", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+		{"partial without projection", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
 			{Name: "a", Fields: []string{"ID"}, Strategy: it.Partial}}}, "needs a Projection"},
-		{"projection of missing field", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+		{"projection of missing field", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
 			{Name: "a", Fields: []string{"ID"}, Strategy: it.Partial, Projection: []string{"Phone"}}}}, `"Phone"`},
-		{"key func with Sparse", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+		{"key func with Sparse", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
 			{Name: "a", Key: func(bad) []it.Tuple { return nil }, Sparse: true}}}, "apply to Fields"},
-		{"unknown strategy", it.Schema[bad]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
+		{"unknown strategy", it.Schema[bad]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: []it.Index[bad]{
 			{Name: "a", Fields: []string{"ID"}, Strategy: it.Strategy(9)}}}, "unknown strategy"},
 	}
 	for _, c := range cases {
@@ -566,6 +566,6 @@ func TestOpenRejectsInvalidSchemas(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
-	_, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[string]{Name: "t", PrimaryKey: []string{"ID"}})
+	_, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[string]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}})
 	require.ErrorIs(t, err, it.ErrInvalidSchema)
 }

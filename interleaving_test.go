@@ -608,7 +608,7 @@ func TestLifecycleStress(t *testing.T) {
 
 // TestMaintainerBetweenEnableCommitAndPublish: EnableIndex commits a
 // new generation to the catalog, then publishes it (both under the publish
-// lock). sameCatalog, which every maintainer pass starts with, reads the
+// lock). refreshView, which every maintainer pass starts with, reads the
 // catalog and then the view without that lock: between the commit and the
 // publication it sees a generation newer than the view, and reports the
 // index "defined anew since the table was opened; reopen it" (wrapping
@@ -635,13 +635,13 @@ func TestMaintainerBetweenEnableCommitAndPublish(t *testing.T) {
 		}
 		// The new generation is committed, not yet published: a pass
 		// starts now, and runs until it ends or waits (as a fixed
-		// sameCatalog would, for the publication).
+		// refreshView does, for the publication).
 		go func() {
 			_, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
 			done <- err
 		}()
 		waitFor(func() bool {
-			return len(done) > 0 || goroutineIn(stacks(), "sameCatalog", "Mutex).Lock")
+			return len(done) > 0 || goroutineIn(stacks(), "refreshView", "Mutex).Lock")
 		})
 		fired = true
 		return true

@@ -83,7 +83,8 @@ func TestParseKeyOfEveryStoredKey(t *testing.T) {
 		N                int
 	}
 	tbl, err := it.Open(ctx, s, it.Schema[rec]{
-		Name: "t", PrimaryKey: []string{"Region", "ID"},
+		SchemaLease: testLease,
+		Name:        "t", PrimaryKey: []string{"Region", "ID"},
 		Indexes: []it.Index[rec]{
 			{Name: "town", Fields: []string{"Town"}},
 			{Name: "n", Fields: []string{"N"}, Unique: true},

@@ -230,7 +230,7 @@ func (s lcSchema) present() []int {
 }
 
 func (s lcSchema) schema(codec it.Codec) it.Schema[lcRec] {
-	out := it.Schema[lcRec]{Name: "lc", PrimaryKey: []string{"Group", "ID"}, Codec: codec}
+	out := it.Schema[lcRec]{SchemaLease: testLease, Name: "lc", PrimaryKey: []string{"Group", "ID"}, Codec: codec}
 	for _, i := range s.present() {
 		out.Indexes = append(out.Indexes, s.spec(i))
 	}

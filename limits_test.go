@@ -87,7 +87,7 @@ func TestWritesRefusedUpFront(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := limited{it.NewMemoryStore()}
-			tbl, err := it.Open(ctx, s, it.Schema[irec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
+			tbl, err := it.Open(ctx, s, it.Schema[irec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
 				Indexes: []it.Index[irec]{
 					{Name: "b", Fields: []string{"B"}},
 					{Name: "pb", Fields: []string{"P", "B"}},
@@ -154,7 +154,7 @@ func l16fit(t *testing.T, err error) int {
 func TestDeleteAfterIntraEntriesGrow(t *testing.T) {
 	ctx := context.Background()
 	s := limited{it.NewMemoryStore()}
-	tbl, err := it.Open(ctx, s, it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
+	tbl, err := it.Open(ctx, s, it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
 		Indexes: []it.Index[l16rec]{
 			{Name: "u", Fields: []string{"P", "U"}, Unique: true},
 			{Name: "tags", Fields: []string{"P", "Tags"}, MultiValued: true},
@@ -188,7 +188,7 @@ func TestBuildAddsUniqueKeysPastADelete(t *testing.T) {
 		{Name: "uniq", Fields: []string{"P", "Uniq"}, MultiValued: true, Unique: true},
 		{Name: "eb", Fields: []string{"B"}, Consistency: it.Eventual},
 	}
-	schema := it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{}, Indexes: indexes}
+	schema := it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{}, Indexes: indexes}
 	tbl, err := it.Open(ctx, s, schema)
 	require.NoError(t, err)
 	rec := l16rec{P: "p", ID: "1", U: "u1"}
@@ -248,7 +248,7 @@ func TestRebuildOfAUniqueIndexAtItsBound(t *testing.T) {
 	indexes := []it.Index[l16rec]{
 		{Name: "uniq", Fields: []string{"P", "Uniq"}, MultiValued: true, Unique: true},
 	}
-	schema := it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{}, Indexes: indexes}
+	schema := it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{}, Indexes: indexes}
 	tbl, err := it.Open(ctx, s, schema)
 	require.NoError(t, err)
 	rec := l16rec{P: "p", ID: "1", Uniq: l16tags("k", 0, 40)}
@@ -296,7 +296,7 @@ func l16encoded(t *testing.T, tbl *it.Table[l16rec], set func(n int) l16rec, too
 func TestAtMostNFit(t *testing.T) {
 	ctx := context.Background()
 	open := func(t *testing.T, indexes ...it.Index[l16rec]) *it.Table[l16rec] {
-		tbl, err := it.Open(ctx, limited{it.NewMemoryStore()}, it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"},
+		tbl, err := it.Open(ctx, limited{it.NewMemoryStore()}, it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"},
 			Codec: &it.BinaryCodec{}, Indexes: indexes})
 		require.NoError(t, err)
 		return tbl
@@ -414,7 +414,7 @@ func TestRecordAtTheLimit(t *testing.T) {
 						it.WithIndexSharding(it.ShardByHash))
 					require.NoError(t, err)
 				}
-				tbl, err := it.Open(ctx, s, it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"},
+				tbl, err := it.Open(ctx, s, it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"},
 					Codec: &it.BinaryCodec{}, Indexes: tc.indexes})
 				require.NoError(t, err)
 				rec := l16rec{P: "p", ID: "1", B: "b", U: "u"}
@@ -484,7 +484,7 @@ func TestCostOfTheChecks(t *testing.T) {
 	}
 	ctx := context.Background()
 	allocs := func(s it.Store) float64 {
-		tbl, err := it.Open(ctx, s, it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
+		tbl, err := it.Open(ctx, s, it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
 			Indexes: []it.Index[l16rec]{{Name: "pb", Fields: []string{"P", "B"}}}})
 		require.NoError(t, err)
 		rec := l16rec{P: "p", ID: "1", B: "b"}
@@ -510,7 +510,7 @@ func TestCostOfTheChecks(t *testing.T) {
 func TestQueuedChangeMeetsANewIndex(t *testing.T) {
 	ctx := context.Background()
 	s := limited{it.NewMemoryStore()}
-	schema := it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
+	schema := it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
 		Indexes: []it.Index[l16rec]{{Name: "eb", Fields: []string{"B"}, Consistency: it.Eventual}}}
 	tbl, err := it.Open(ctx, s, schema)
 	require.NoError(t, err)
@@ -535,7 +535,7 @@ func TestQueuedChangeMeetsANewIndex(t *testing.T) {
 func TestStuckChangeGrowsTheQueue(t *testing.T) {
 	ctx := context.Background()
 	s := limited{it.NewMemoryStore()}
-	schema := it.Schema[l16rec]{Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
+	schema := it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
 		Indexes: []it.Index[l16rec]{{Name: "eb", Fields: []string{"B"}, Consistency: it.Eventual}}}
 	tbl, err := it.Open(ctx, s, schema)
 	require.NoError(t, err)

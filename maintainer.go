@@ -97,11 +97,11 @@ func (o *MaintainerOptions) defaults() error {
 // RunMaintainer applies the table's queued changes to its indexes until ctx
 // is done, then returns ctx's error. It waits when the queue is empty and
 // backs off (exponentially, with jitter) after a store error, which it
-// logs. Start it once per partition, in any process. It stops with an error
-// wrapping ErrInvalidSchema when the catalog no longer matches the schema
-// the table was opened with (a maintainer of an older schema would apply
-// changes without the indexes added since), and with one wrapping
-// ErrClosed or ErrReadOnly when the store is closed or read-only.
+// logs. Start it once per partition, in any process. Each pass reads the
+// catalog and maintains the indexes that other processes added too; it
+// stops with an error wrapping ErrStaleSchema when it cannot maintain one
+// (see learnIndex), and with one wrapping ErrClosed or ErrReadOnly when
+// the store is closed or read-only.
 //
 // Several maintainers never corrupt an index. On a store with unbounded
 // atomicity each record's changes are applied by one conditional batch, so
@@ -170,7 +170,8 @@ func (t *Table[T]) RunMaintainer(ctx context.Context, opts MaintainerOptions) er
 		switch {
 		case errors.Is(err, errLeaseHeld):
 			wait = opts.MaxIdle // another maintainer has the partition
-		case errors.Is(err, ErrInvalidSchema), errors.Is(err, ErrClosed), errors.Is(err, ErrReadOnly):
+		case errors.Is(err, ErrInvalidSchema), errors.Is(err, ErrClosed), errors.Is(err, ErrReadOnly),
+			errors.Is(err, ErrStaleSchema) && t.indexes.load().stale != nil:
 			return err // only reopening the table, or the store, helps
 		case err != nil:
 			backoff = min(max(2*backoff, 10*time.Millisecond), opts.MaxBackoff)
@@ -240,8 +241,13 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (appl
 			}
 		}()
 	}
-	if err := t.sameCatalog(ctx); err != nil {
+	// The catalog as it is now: a pass applies changes for indexes that
+	// another process added, and stops when it cannot maintain them.
+	if err := t.refreshView(ctx); err != nil {
 		return 0, err
+	}
+	if stale := t.indexes.load().stale; stale != nil {
+		return 0, stale
 	}
 	defer func() {
 		if p.l != nil {
@@ -518,7 +524,10 @@ func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failur
 func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l *lease, o *MaintainerOptions, stuck *[]stuckChanges) (int, error) {
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
-	view := t.indexes.load()
+	view, err := t.view(ctx, true)
+	if err != nil {
+		return 0, err
+	}
 	keys := make([][]byte, len(groups))
 	for i := range groups {
 		keys[i] = append(bytes.Clone(t.factSpace), groups[i].pk...)

@@ -27,7 +27,7 @@ import (
 // share of the queue and that the shares cover it.
 func TestMaintainerPartitions(t *testing.T) {
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
 	require.NoError(t, err)
 	for i := range 90 {
 		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})
@@ -51,7 +51,7 @@ func TestMaintainerPartitions(t *testing.T) {
 func TestMaintainerBacksOffOnStoreErrors(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(it.NewMemoryStore())
-	tbl, err := it.Open(ctx, fs, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	tbl, err := it.Open(ctx, fs, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
 	require.NoError(t, err)
 	for i := range 10 {
 		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})

@@ -173,8 +173,12 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	prefix := t.factSpace
 	fields := t.pk
 	if q.Index != "" {
-		p.ix = t.indexes.load().lookup(q.Index)
-		if p.ix == nil {
+		view := t.indexes.load()
+		p.ix = view.lookup(q.Index)
+		switch {
+		case p.ix == nil && slices.Contains(view.dropped, q.Index):
+			return fmt.Errorf("%w: table %q, index %q was dropped by another process", ErrIndexNotReadable, t.name, q.Index)
+		case p.ix == nil:
 			return fmt.Errorf("%w: table %q has no index %q", ErrInvalidQuery, t.name, q.Index)
 		}
 		prefix, fields = p.ix.prefix, p.ix.fields
@@ -444,7 +448,7 @@ func (t *Table[T]) Count(ctx context.Context, q Query) (int, error) {
 		}
 		rd.n++
 	}
-	if err := t.stillReadable(rd.plan.ix); err != nil {
+	if err := t.stillReadable(ctx, rd.plan.ix); err != nil {
 		return 0, err
 	}
 	return rd.n, nil
@@ -463,6 +467,11 @@ func (t *Table[T]) Exists(ctx context.Context, q Query) (bool, error) {
 func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 	if err := checkContext(ctx); err != nil {
 		return err
+	}
+	if q.Index != "" {
+		if _, err := t.view(ctx, false); err != nil { // within the schema lease
+			return err
+		}
 	}
 	if err := t.compile(q, &rd.plan); err != nil {
 		return err

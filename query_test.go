@@ -27,7 +27,7 @@ func TestQueriesTakeAnyLimit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// No unique index: a sharded store cannot check one.
 			indexes := slices.DeleteFunc(personIndexes(), func(ix it.Index[person]) bool { return ix.Unique })
-			tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
+			tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
 			require.NoError(t, err)
 			for i := range 5 {
 				_, err := tbl.Insert(ctx, person{ID: i, Name: fmt.Sprint("N", i), Town: "R", Tags: []string{"a", "b"}, Score: i})
@@ -137,7 +137,7 @@ func TestReadsThroughAnEmbeddedPointer(t *testing.T) {
 		{"town_name", []locatedShop{c, a}},
 	}
 	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
-		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[locatedShop]{Name: "shops", PrimaryKey: []string{"ID"}, Indexes: shopIndexes(), Codec: codec})
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[locatedShop]{SchemaLease: testLease, Name: "shops", PrimaryKey: []string{"ID"}, Indexes: shopIndexes(), Codec: codec})
 		require.NoError(t, err)
 		for _, s := range []locatedShop{a, b, c} {
 			_, err := tbl.Insert(ctx, s)
@@ -200,7 +200,7 @@ func TestPrimaryKeyThroughAnEmbeddedPointer(t *testing.T) {
 	ctx := context.Background()
 	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
 		s := it.NewMemoryStore()
-		tbl, err := it.Open(ctx, s, it.Schema[locatedShop]{Name: "shops", PrimaryKey: []string{"Zip"}, Codec: codec,
+		tbl, err := it.Open(ctx, s, it.Schema[locatedShop]{SchemaLease: testLease, Name: "shops", PrimaryKey: []string{"Zip"}, Codec: codec,
 			Indexes: []it.Index[locatedShop]{{Name: "name", Fields: []string{"Name"}}}})
 		require.NoError(t, err)
 		a := locatedShop{ID: "a", Name: "n", ShopLoc: &ShopLoc{Town: "R", Zip: 1}}
@@ -265,7 +265,7 @@ func (c hiddenCodec) Unmarshal(data []byte, v any) error {
 // alone would not, for a codec that stores it.
 func TestCoveredReadsThroughAnUnexportedEmbeddedPointer(t *testing.T) {
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[hiddenShop]{Name: "shops", PrimaryKey: []string{"ID"}, Codec: hiddenCodec{},
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[hiddenShop]{SchemaLease: testLease, Name: "shops", PrimaryKey: []string{"ID"}, Codec: hiddenCodec{},
 		Indexes: []it.Index[hiddenShop]{
 			{Name: "town", Fields: []string{"Town"}},
 			{Name: "id", Fields: []string{"ID"}, Strategy: it.Partial, Projection: []string{"Town"}},
@@ -437,7 +437,7 @@ func openFuzzTable(t testing.TB, s it.Store, codec it.Codec, seed uint64) *it.Ta
 			}
 		}
 	}
-	schema := it.Schema[fuzzRec]{Name: "fuzz", PrimaryKey: []string{"ID"}, Codec: codec, Indexes: fuzzSchema(false, sharded)}
+	schema := it.Schema[fuzzRec]{SchemaLease: testLease, Name: "fuzz", PrimaryKey: []string{"ID"}, Codec: codec, Indexes: fuzzSchema(false, sharded)}
 	tbl, err := it.Open(ctx, s, schema)
 	require.NoError(t, err)
 	write(tbl, 0, 40)
@@ -871,7 +871,7 @@ func TestQueryValuesOfEveryShape(t *testing.T) {
 		S  string
 	}
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "f", PrimaryKey: []string{"ID"},
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "f", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[rec]{{Name: "f", Fields: []string{"F"}}, {Name: "s", Fields: []string{"S"}}}})
 	require.NoError(t, err)
 	_, err = tbl.Insert(ctx, rec{ID: "a", F: 0.1, S: "x"})
@@ -952,7 +952,7 @@ func TestFloatKeysCompareAsGoDoes(t *testing.T) {
 		ID    int
 		Score float64
 	}
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "f", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "f", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
 		Indexes: []it.Index[rec]{{Name: "score", Fields: []string{"Score"}}}})
 	require.NoError(t, err)
 	_, err = tbl.Insert(ctx, rec{ID: 1, Score: math.Copysign(0, -1)})
@@ -1000,7 +1000,7 @@ func TestKeyFuncTuplesOfTwoLengthsAnswerTheWrongQuery(t *testing.T) {
 	}
 	for _, st := range []it.Strategy{it.KeysOnly, it.FullCopy} {
 		t.Run(st.String(), func(t *testing.T) {
-			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "k", PrimaryKey: []string{"ID"},
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "k", PrimaryKey: []string{"ID"},
 				Indexes: []it.Index[rec]{{Name: "ab", Key: key, Strategy: st}}})
 			require.NoError(t, err)
 			_, err = tbl.Insert(ctx, rec{ID: 1, A: "a", B: 5})
@@ -1229,7 +1229,7 @@ func TestFloat32Keys(t *testing.T) {
 		Value float32
 	}
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[reading]{Name: "r", PrimaryKey: []string{"ID"},
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[reading]{SchemaLease: testLease, Name: "r", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[reading]{{Name: "value", Fields: []string{"Value"}}}})
 	require.NoError(t, err)
 	for i, v := range []float32{0.1, 0.2, 0.3} {
@@ -1253,7 +1253,7 @@ func TestByteAndFloatKeyQueries(t *testing.T) {
 		Levels []*float32
 	}
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "r", PrimaryKey: []string{"ID"},
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "r", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[rec]{
 			{Name: "bin", Fields: []string{"Bin"}},
 			{Name: "levels", Fields: []string{"Levels"}, MultiValued: true},

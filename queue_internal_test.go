@@ -54,7 +54,7 @@ func TestChangeOfAnUnknownIndex(t *testing.T) {
 	type rec struct{ ID, Town string }
 	ctx := context.Background()
 	s := NewMemoryStore()
-	tbl, err := Open(ctx, s, Schema[rec]{Name: "t", PrimaryKey: []string{"ID"},
+	tbl, err := Open(ctx, s, Schema[rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"},
 		Indexes: []Index[rec]{{Name: "town", Fields: []string{"Town"}, Strategy: FullCopy}}})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestApplyQueuedFailsOnAChangeSetAside(t *testing.T) {
 	type rec struct{ ID, Town string }
 	ctx := context.Background()
 	s := NewMemoryStore()
-	tbl, err := Open(ctx, s, Schema[rec]{Name: "t", PrimaryKey: []string{"ID"},
+	tbl, err := Open(ctx, s, Schema[rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"},
 		Indexes: []Index[rec]{{Name: "town", Fields: []string{"Town"}}}})
 	require.NoError(t, err)
 	_, err = tbl.Insert(ctx, rec{"1", "R"})

@@ -13,7 +13,7 @@ import (
 func TestEventualReadsCheckTheFactTable(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
 	require.NoError(t, err)
 	_, err = tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestEventualReadsCheckTheFactTable(t *testing.T) {
 
 func TestWaitIndexedAndLag(t *testing.T) {
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
 	require.NoError(t, err)
 	for i := range 50 {
 		_, err := tbl.Insert(ctx, person{ID: i, Town: "R"})

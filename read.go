@@ -30,7 +30,7 @@ import (
 func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
 	t.readEntries(ctx, rd, q, onKey, yield)
 	if !rd.ended {
-		if err := t.stillReadable(rd.plan.ix); err != nil {
+		if err := t.stillReadable(ctx, rd.plan.ix); err != nil {
 			rd.fail(err)
 		}
 	}
@@ -57,17 +57,24 @@ func (t *Table[T]) shortKey(p *scanPlan, e Entry) (bool, error) {
 }
 
 // stillReadable returns an error wrapping ErrIndexNotReadable when ix (nil:
-// the fact table) is no longer readable in this generation: a disabling
-// publishes its view before it deletes the entries, so a read that finds
-// the view unchanged after its scan read them all.
-func (t *Table[T]) stillReadable(ix *indexTable) error {
+// the fact table) is no longer readable in this generation. The entries of
+// an index that stopped being readable are deleted two schema leases after
+// the change (see collectGarbage), so a read that finds, at its end, a view
+// still within its lease, and the index readable there, read them all; a
+// read that outlasted the lease reads the catalog again to know.
+func (t *Table[T]) stillReadable(ctx context.Context, ix *indexTable) error {
 	if ix == nil {
 		return nil
 	}
-	if now := t.indexes.load().lookup(ix.name); now.gen == ix.gen && now.state == IndexReadable {
+	if t.clock()-t.indexes.readAt.Load() > int64(t.lease) {
+		if err := t.renew(ctx, true); err != nil {
+			return err
+		}
+	}
+	if now := t.indexes.load().lookup(ix.name); now != nil && now.gen == ix.gen && now.state == IndexReadable {
 		return nil
 	}
-	return fmt.Errorf("%w: table %q, index %q was disabled during the read", ErrIndexNotReadable, t.name, ix.name)
+	return fmt.Errorf("%w: table %q, index %q was disabled or dropped during the read", ErrIndexNotReadable, t.name, ix.name)
 }
 
 // readEntries is read without the check that its index stayed readable.

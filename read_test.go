@@ -132,7 +132,8 @@ func TestReadAllocations(t *testing.T) {
 					s, perRecord = struct{ it.Store }{s}, 1 // hides StableValues
 				}
 				tbl, err := it.Open(ctx, s, it.Schema[Customer]{
-					Name: "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+					SchemaLease: testLease,
+					Name:        "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
 					Indexes: []it.Index[Customer]{{Name: "town", Fields: []string{"Town", "LastName"}, Strategy: st.s, Projection: st.proj}},
 				})
 				require.NoError(t, err)
@@ -202,7 +203,7 @@ func TestRecordsOutliveScanEntries(t *testing.T) {
 			require.False(t, sharded.StableValues())
 			s = sharded
 		}
-		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: colocatable(personIndexes()), Codec: c})
+		tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: colocatable(personIndexes()), Codec: c})
 		require.NoError(t, err)
 		model := map[int]person{}
 		r := rand.New(rand.NewPCG(7, 7))
@@ -239,7 +240,7 @@ func TestRecordsOutliveScanEntries(t *testing.T) {
 // value of a unique entry whose key is computed.
 func TestCoveredReadsOfComputedUniqueKeys(t *testing.T) {
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{Name: "p", PrimaryKey: []string{"ID"},
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[person]{SchemaLease: testLease, Name: "p", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[person]{{Name: "lower_email", Unique: true, Strategy: it.Partial, Projection: []string{"Town"},
 			Key: func(p person) []it.Tuple { return []it.Tuple{{strings.ToLower(p.Email)}} }}}})
 	require.NoError(t, err)
@@ -264,7 +265,7 @@ func TestCoveredReadsAtLengthBoundaries(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, codec := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
-		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{Name: "r", PrimaryKey: []string{"ID"}, Codec: codec,
+		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "r", PrimaryKey: []string{"ID"}, Codec: codec,
 			Indexes: []it.Index[rec]{
 				{Name: "note", Fields: []string{"Mail"}, Strategy: it.Partial, Projection: []string{"Note"}},
 				{Name: "unique", Fields: []string{"Mail"}, Unique: true, Strategy: it.Partial, Projection: []string{"Note"}},

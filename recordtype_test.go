@@ -184,16 +184,16 @@ func TestRecordTypeKeepsThePrimaryKey(t *testing.T) {
 		withType bool
 	}{
 		{"no index", func(s Store) error {
-			_, err := Open(ctx, s, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+			_, err := Open(ctx, s, Schema[rtVisit]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}})
 			return err
 		}, []string{"ID"}, "json", true},
 		{"a composite primary key", func(s Store) error {
-			_, err := Open(ctx, s, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"Region", "ID"}, Codec: &BinaryCodec{},
+			_, err := Open(ctx, s, Schema[rtVisit]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"Region", "ID"}, Codec: &BinaryCodec{},
 				Indexes: []Index[rtVisit]{{Name: "age", Fields: []string{"Age"}}}})
 			return err
 		}, []string{"Region", "ID"}, "binary", true},
 		{"no record type", func(s Store) error {
-			_, err := Open(ctx, s, Schema[rtPriced]{Name: "t", PrimaryKey: []string{"ID"}})
+			_, err := Open(ctx, s, Schema[rtPriced]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}})
 			return err
 		}, []string{"ID"}, "", false},
 	} {
@@ -225,7 +225,7 @@ func TestRecordTypeOfFormat1Decodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewMemoryStore()
-			schema := Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}, Indexes: tc.indexes}
+			schema := Schema[rtVisit]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}, Indexes: tc.indexes}
 			_, err := Open(ctx, s, schema)
 			require.NoError(t, err)
 			desc, err := describeType(nil, reflect.TypeFor[rtVisit](), true)
@@ -280,7 +280,7 @@ func TestRecordTypeRefusesMalformedPrimaryKeys(t *testing.T) {
 func TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites(t *testing.T) {
 	ctx := context.Background()
 	s := NewMemoryStore()
-	tbl, err := Open(ctx, s, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+	tbl, err := Open(ctx, s, Schema[rtVisit]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}})
 	require.NoError(t, err)
 	for i := range 10 {
 		_, err := tbl.Insert(ctx, rtVisit{ID: i})
@@ -290,7 +290,7 @@ func TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites(t *testing.T) {
 	b.Delete(recordTypeKey(tablePrefix("t")))
 	require.NoError(t, s.Apply(ctx, &b))
 
-	tbl, err = Open(ctx, refusingStore{s}, Schema[rtVisit]{Name: "t", PrimaryKey: []string{"ID"}})
+	tbl, err = Open(ctx, refusingStore{s}, Schema[rtVisit]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}})
 	require.NoError(t, err, "the record type is best effort")
 	tables, err := ReadCatalog(ctx, s)
 	require.NoError(t, err)

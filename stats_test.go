@@ -96,7 +96,7 @@ type place struct {
 func openPlaces(t testing.TB, s it.Store) *it.Table[place] {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, s, it.Schema[place]{Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[place]{
+	tbl, err := it.Open(ctx, s, it.Schema[place]{SchemaLease: testLease, Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[place]{
 		{Name: "place", Fields: []string{"Country", "Admin1", "Name"}, Strategy: it.KeysOnly},
 		{Name: "unique_place", Fields: []string{"Country", "Admin1", "Name"}, Unique: true, Strategy: it.KeysOnly},
 		{Name: "country_tags", Fields: []string{"Country", "Tags"}, MultiValued: true, Strategy: it.KeysOnly},

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Table errors, in addition to the Store errors.
@@ -27,12 +28,12 @@ var (
 	// ErrInvalidArgument reports an argument a call cannot use at all: a
 	// nil context, store or option.
 	ErrInvalidArgument = errors.New("indextable: invalid argument")
-	// ErrStaleSchema reports a write through a table whose schema is older
-	// than the store's: another process added, redefined or dropped one of
-	// its indexes. The write changed nothing; reopen the table with the
-	// newer schema. Only a store of unbounded atomicity (the memory store,
-	// Pebble) can tell: there every write expects the schema version it
-	// planned against (see the Index lifecycle section of the README).
+	// ErrStaleSchema reports a write that a table cannot make with the
+	// indexes it knows: another process added or redefined an index that
+	// this program cannot maintain (one with a Key func, or over fields
+	// its record type lacks), or the table could not read the catalog for
+	// a whole SchemaLease. The write changed nothing. Open the table with
+	// a schema that has the index, or retry once the store answers.
 	ErrStaleSchema = errors.New("indextable: stale schema")
 )
 
@@ -64,6 +65,22 @@ type Schema[T any] struct {
 	Indexes []Index[T]
 	// Codec encodes records; nil means JSONCodec.
 	Codec Codec
+	// SchemaLease is how long a handle of the table trusts its view of the
+	// table's indexes: it reads the catalog again when its view is half a
+	// lease old, and refuses writes (ErrStaleSchema) when it could not for
+	// a whole lease. Lifecycle steps that other handles must have seen
+	// wait for two leases (see the README's Online schema change section).
+	// Every handle of a table must use the same lease; 0 means
+	// DefaultSchemaLease.
+	SchemaLease time.Duration
+	// Revision orders the schemas of the programs that share the table.
+	// Open makes the catalog this schema's only when Revision is at least
+	// the highest that opened the table; a program of an earlier revision
+	// (one of the previous release, restarted during a rolling deploy)
+	// leaves the catalog be, and maintains and reads the indexes it
+	// records instead, as it would learn them from another process (see
+	// ErrStaleSchema). Raise it with every change of Indexes.
+	Revision int64
 }
 
 // Version identifies one state of a record, for conditional writes: each
@@ -98,6 +115,9 @@ type Table[T any] struct {
 	// when the store's batches are unbounded (versioned).
 	versionKey []byte
 	versioned  bool
+	lease      time.Duration // the schema lease
+	revision   int64         // the schema's Revision
+	opened     time.Time     // for clock
 	swept      atomic.Int64  // when a pass last swept the hints (Unix ns)
 	indexes    indexManager  // the index tables; see indexManager for how they change
 	readers    sync.Pool     // *reader[T], to reuse read buffers
@@ -111,8 +131,11 @@ type Table[T any] struct {
 // Open opens the table that schema declares over store, checking the
 // schema against T, and reconciles the store's catalog with the schema's
 // indexes (see IndexState): a new index starts write-only unless the table
-// is empty, a changed one is rebuilt from empty, and a removed one is
-// dropped with its entries. Build makes write-only indexes readable.
+// is empty (delete-only, on a store of bounded atomicity), a changed one is
+// rebuilt from empty, and a removed one is dropped; the entries of the
+// dropped ones are deleted once no handle may use them, by a later Open or
+// Build. Build makes new indexes readable. Other handles of the table take
+// the change up within the SchemaLease.
 func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T], error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return nil, err
@@ -134,7 +157,14 @@ func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T],
 	if codec == nil {
 		codec = JSONCodec{}
 	}
+	if schema.SchemaLease < 0 {
+		return nil, fmt.Errorf("%w: table %q: negative SchemaLease %v", ErrInvalidSchema, schema.Name, schema.SchemaLease)
+	}
 	t := newTable[T](store, schema.Name, codec, rt)
+	if schema.SchemaLease > 0 {
+		t.lease = schema.SchemaLease
+	}
+	t.revision = schema.Revision
 	for i, name := range schema.PrimaryKey {
 		for _, prev := range schema.PrimaryKey[:i] {
 			if prev == name {
@@ -200,7 +230,8 @@ func checkStoredFields(c Codec, rt reflect.Type, pk []field, indexes []*indexTab
 // newTable returns the table name of store, with records of type rt stored
 // with codec, before its primary key and indexes are set.
 func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Table[T] {
-	t := &Table[T]{store: store, name: name, codec: codec, rtype: rt, wake: make(chan struct{}, 1)}
+	t := &Table[T]{store: store, name: name, codec: codec, rtype: rt, wake: make(chan struct{}, 1),
+		lease: DefaultSchemaLease, opened: time.Now()}
 	if c, ok := codec.(*BinaryCodec); ok {
 		t.inPlace, _ = c.plan(rt) // else Unmarshal reports the error
 	}

@@ -25,11 +25,11 @@ func TestNilArguments(t *testing.T) {
 	before := storeDump(t, s)
 	calls := map[string]func() error{
 		"Open with a nil store": func() error {
-			_, err := it.Open(ctx, nil, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}})
+			_, err := it.Open(ctx, nil, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}})
 			return err
 		},
 		"Open with a nil context": func() error {
-			_, err := it.Open(nilCtx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}})
+			_, err := it.Open(nilCtx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}})
 			return err
 		},
 		"Update with a nil option": func() error { _, err := tbl.Update(ctx, person{ID: 1}, nil); return err },
@@ -163,7 +163,7 @@ func recovered(f func()) (p any) {
 // openAges opens the table "r2" of ageRec over s with indexes.
 func openAges(t *testing.T, s it.Store, indexes ...it.Index[ageRec]) *it.Table[ageRec] {
 	t.Helper()
-	tbl, err := it.Open(context.Background(), s, it.Schema[ageRec]{Name: "r2", PrimaryKey: []string{"ID"}, Indexes: indexes})
+	tbl, err := it.Open(context.Background(), s, it.Schema[ageRec]{SchemaLease: testLease, Name: "r2", PrimaryKey: []string{"ID"}, Indexes: indexes})
 	require.NoError(t, err)
 	return tbl
 }
@@ -203,7 +203,7 @@ func TestOpenRefusesFieldsTheBinaryCodecDrops(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []it.Codec{it.JSONCodec{}, &it.BinaryCodec{}} {
 		t.Run(fmt.Sprintf("%T", c), func(t *testing.T) {
-			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[townEmbedder]{Name: "e", PrimaryKey: []string{"ID"}, Codec: c,
+			tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[townEmbedder]{SchemaLease: testLease, Name: "e", PrimaryKey: []string{"ID"}, Codec: c,
 				Indexes: []it.Index[townEmbedder]{{Name: "town", Fields: []string{"Town"}}}})
 			if _, binary := c.(*it.BinaryCodec); binary {
 				require.ErrorIs(t, err, it.ErrInvalidSchema)
@@ -236,7 +236,7 @@ func TestOpenErrorsNameThePackageOnce(t *testing.T) {
 		{Name: "a", Fields: []string{"Age"}, Strategy: it.Partial, Projection: []string{"Note", "Note"}},
 		{Name: "a", Fields: []string{"Note"}, MultiValued: true},
 	} {
-		_, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[ageRec]{Name: "r", PrimaryKey: []string{"ID"}, Indexes: []it.Index[ageRec]{ix}})
+		_, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[ageRec]{SchemaLease: testLease, Name: "r", PrimaryKey: []string{"ID"}, Indexes: []it.Index[ageRec]{ix}})
 		require.ErrorIs(t, err, it.ErrInvalidSchema)
 		assert.Equal(t, 1, strings.Count(err.Error(), "indextable:"), "%v", err)
 	}
@@ -280,6 +280,6 @@ func TestCanceledContext(t *testing.T) {
 	_, err := tbl.Upsert(ctx, person{ID: 1})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Empty(t, storeDump(t, s))
-	_, err = it.Open(ctx, s, it.Schema[person]{Name: "x", PrimaryKey: []string{"ID"}})
+	_, err = it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "x", PrimaryKey: []string{"ID"}})
 	require.ErrorIs(t, err, context.Canceled)
 }

@@ -16,7 +16,7 @@ import (
 func TestUsageCountsReadsWritesAndMutations(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	schema := it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{}, Indexes: []it.Index[person]{
+	schema := it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{}, Indexes: []it.Index[person]{
 		{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
 		{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.FullCopy, Consistency: it.Eventual},
 	}}
@@ -71,7 +71,7 @@ func TestSaveUsageAddsUpOverProcesses(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	open := func() *it.Table[person] {
-		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
+		tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
 			{Name: "town", Fields: []string{"Town"}, Strategy: it.KeysOnly},
 		}})
 		require.NoError(t, err)

@@ -200,7 +200,7 @@ func TestBuildOnAPartitionedStore(t *testing.T) {
 
 	// The email index, which could be neither built nor kept outside the
 	// records' partitions, is refused before anything is written.
-	_, err = it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"},
+	_, err = it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"},
 		Indexes: append([]it.Index[person]{indexByName("email")}, append(indexes, indexByName("name"))...)})
 	require.ErrorIs(t, err, it.ErrInvalidSchema)
 	require.NotContains(t, statusOf(t, tbl), "name")
@@ -303,7 +303,7 @@ func TestVerifyTableWithoutTypes(t *testing.T) {
 		t.Run(fmt.Sprintf("%T", codec), func(t *testing.T) {
 			s := it.NewMemoryStore()
 			indexes := []it.Index[person]{indexByName("town"), indexByName("town_name"), indexByName("name"), indexByName("tags"), indexByName("email")}
-			tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
+			tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
 			require.NoError(t, err)
 			r := rand.New(rand.NewPCG(3, 3))
 			for id := range 60 {
@@ -361,7 +361,7 @@ func TestVerifyTableWithoutTypes(t *testing.T) {
 			// unless fixes may go through the queue, which it would fall
 			// behind: then it refuses.
 			indexes = append(indexes, indexByName("score_mod"))
-			tbl, err = it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
+			tbl, err = it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, Codec: codec})
 			require.NoError(t, err)
 			rep, err = it.VerifyTable(ctx, s, info(), it.VerifyOptions{})
 			require.NoError(t, err)
@@ -403,7 +403,7 @@ func TestRecordTypeFollowsTheType(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	schema := func() []it.Index[person] { return []it.Index[person]{indexByName("town")} }
-	_, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: schema()})
+	_, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: schema()})
 	require.NoError(t, err)
 	info := func() it.TableInfo {
 		tables, err := it.ReadCatalog(ctx, s)
@@ -418,7 +418,7 @@ func TestRecordTypeFollowsTheType(t *testing.T) {
 		ID   int
 		Town string
 	}
-	_, err = it.Open(ctx, s, it.Schema[slim]{Name: "people", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+	_, err = it.Open(ctx, s, it.Schema[slim]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
 		Indexes: []it.Index[slim]{{Name: "town", Fields: []string{"Town"}}}})
 	require.NoError(t, err)
 	require.Equal(t, "binary", info().Codec)
@@ -429,14 +429,14 @@ func TestRecordTypeFollowsTheType(t *testing.T) {
 		Town  string
 		Price moneyAmount
 	}
-	_, err = it.Open(ctx, s, it.Schema[priced]{Name: "people", PrimaryKey: []string{"ID"},
+	_, err = it.Open(ctx, s, it.Schema[priced]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[priced]{{Name: "town", Fields: []string{"Town"}}}})
 	require.NoError(t, err)
 	require.Empty(t, info().RecordType, "a type with its own JSON encoding has no record type")
 	_, err = it.VerifyTable(ctx, s, info(), it.VerifyOptions{})
 	require.ErrorContains(t, err, "keeps no record type")
 
-	_, err = it.Open(ctx, readOnlyStore{s}, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: schema()})
+	_, err = it.Open(ctx, readOnlyStore{s}, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: schema()})
 	require.NoError(t, err, "the record type is best effort")
 }
 

@@ -48,7 +48,10 @@ func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) er
 	return t.atSchema(ctx, func() error {
 		t.indexes.drain.RLock()
 		defer t.indexes.drain.RUnlock()
-		_, err := t.write(ctx, t.indexes.load(), writeDelete, key, nil, nil, o, &w.ops)
+		view, err := t.view(ctx, true)
+		if err == nil {
+			_, err = t.write(ctx, view, writeDelete, key, nil, nil, o, &w.ops)
+		}
 		return err
 	})
 }
@@ -62,7 +65,10 @@ func (t *Table[T]) atSchema(ctx context.Context, write func() error) error {
 		if !errors.Is(err, errSchemaMoved) {
 			return err
 		}
-		if err := t.refreshView(ctx, attempt); err != nil {
+		if attempt == maxAttempts {
+			return fmt.Errorf("table %q: the schema kept changing: %w", t.name, ErrConflict)
+		}
+		if err := t.refreshView(ctx); err != nil {
 			return err
 		}
 	}
@@ -138,7 +144,10 @@ func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o w
 	// until it has committed.
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
-	view := t.indexes.load()
+	view, err := t.view(ctx, true)
+	if err != nil {
+		return 0, err
+	}
 	w := t.newWriteBuffers()
 	defer t.freeWriteBuffers(w)
 	factKey, fact, stored, err := t.encodeRecord(w, rec)
@@ -150,6 +159,7 @@ func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o w
 	if err != nil {
 		return 0, fmt.Errorf("table %q: %w", t.name, err)
 	}
+	entries = view.putting(entries)
 	if err := t.checkLimits(view, stored, pk, fact, entries); err != nil {
 		return 0, err
 	}

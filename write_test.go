@@ -102,7 +102,7 @@ func TestFailedWritesLeaveDataAsItWas(t *testing.T) {
 	require.Equal(t, before, storeDump(t, s))
 
 	// A computed key with an unsupported type is refused before any write.
-	bad, err := it.Open(ctx, s, it.Schema[person]{Name: "bad", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
+	bad, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "bad", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{
 		{Name: "k", Key: func(p person) []it.Tuple { return []it.Tuple{{struct{}{}}} }}}})
 	require.NoError(t, err)
 	_, err = bad.Insert(ctx, person{ID: 1})
@@ -148,7 +148,7 @@ func TestWritesRespectTheAtomicityScope(t *testing.T) {
 	require.NoError(t, tbl.Delete(ctx, it.Tuple{1}), "a record stays deletable with its unique key")
 
 	// Without indexes the record fits: expectation and put.
-	plain, err := it.Open(ctx, s, it.Schema[person]{Name: "plain", PrimaryKey: []string{"ID"}})
+	plain, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "plain", PrimaryKey: []string{"ID"}})
 	require.NoError(t, err)
 	_, err = plain.Insert(ctx, person{ID: 1})
 	require.NoError(t, err)
@@ -230,7 +230,8 @@ func TestWriteAllocations(t *testing.T) {
 			proj = []string{"FirstName"}
 		}
 		tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[Customer]{
-			Name: "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+			SchemaLease: testLease,
+			Name:        "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
 			Indexes: []it.Index[Customer]{
 				{Name: "town", Fields: []string{"Town", "LastName"}, Strategy: st, Projection: proj},
 				{Name: "last", Fields: []string{"LastName"}, Strategy: st, Projection: proj},
@@ -262,7 +263,7 @@ func TestKeysComeFromTheStoredRecord(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	tbl, err := it.Open(ctx, s, it.Schema[doc]{Name: "docs", PrimaryKey: []string{"ID"}, Indexes: []it.Index[doc]{
+	tbl, err := it.Open(ctx, s, it.Schema[doc]{SchemaLease: testLease, Name: "docs", PrimaryKey: []string{"ID"}, Indexes: []it.Index[doc]{
 		{Name: "tag", Fields: []string{"Tag"}, Strategy: it.FullCopy},
 		{Name: "title", Fields: []string{"Title"}},
 	}})
