@@ -1,0 +1,134 @@
+package indextable_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/storetest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOnlineSchemaChange: writers keep writing through a handle of the
+// older schema while a handle of a newer one adds an index and builds it,
+// then while a third drops it. After Build, Verify is clean and every
+// query of the new index, through either handle, equals a brute-force
+// scan; after the drop's Build, none of its entries is left. On the memory
+// store the writes expect the schema version; on a ShardedStore they
+// cannot, and the lease protocol (delete-only, write-only, each held for
+// two leases) keeps them right.
+func TestOnlineSchemaChange(t *testing.T) {
+	stores := []struct {
+		name string
+		open func(t *testing.T) it.Store
+	}{
+		{"memory", func(*testing.T) it.Store { return it.NewMemoryStore() }},
+		{"sharded", func(t *testing.T) it.Store { return newShardedMemory(t, 3) }},
+	}
+	for _, tc := range stores {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := tc.open(t)
+			// The protocol takes a write to commit within a lease of its
+			// view's check: half a second leaves a slow machine room.
+			open := func(indexes ...it.Index[person]) *it.Table[person] {
+				tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, SchemaLease: 500 * time.Millisecond})
+				require.NoError(t, err)
+				return tbl
+			}
+			town, name := indexByName("town"), indexByName("name")
+			older := open(town)
+			for i := range 60 {
+				_, err := older.Insert(ctx, person{ID: i, Town: towns[i%3], Name: fmt.Sprint("n", i%7)})
+				require.NoError(t, err)
+			}
+
+			stop := writeThrough(t, older, 60)
+			newer := open(town, name)
+			require.NoError(t, newer.Build(ctx, it.BuildOptions{ChunkSize: 8}))
+			stop()
+			storetest.Drain(t, newer)
+			requireClean(t, newer)
+			for _, tbl := range []*it.Table[person]{newer, older} {
+				for v := range 8 {
+					want := bruteForce(t, newer, func(p person) bool { return p.Name == fmt.Sprint("n", v) })
+					require.Equal(t, want, ids(collect(t, tbl, it.Query{Index: "name", Eq: it.Tuple{fmt.Sprint("n", v)}})), "name n%d", v)
+				}
+			}
+
+			stop = writeThrough(t, newer, 60)
+			dropper := open(town)
+			require.NoError(t, dropper.Build(ctx, it.BuildOptions{}))
+			stop()
+			storetest.Drain(t, dropper)
+			requireClean(t, dropper)
+			require.NotContains(t, indexNames(t, s), "name@1", "no entry of the dropped index is left")
+		})
+	}
+}
+
+// writeThrough starts two writers that upsert, update and delete records
+// 0 to n-1 of tbl until the returned stop is called, which waits for them
+// and fails the test on any error but the outcomes of racing writes.
+func writeThrough(t *testing.T, tbl *it.Table[person], n int) (stop func()) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	errs := make(chan error, 2)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !done.Load(); i++ {
+				id := (i*7 + w*13) % n
+				var err error
+				if i%5 == 0 {
+					err = tbl.Delete(ctx, it.Tuple{id})
+				} else {
+					_, err = tbl.Upsert(ctx, person{ID: id, Town: towns[(i+w)%3], Name: fmt.Sprint("n", (i+w)%8)})
+				}
+				if err != nil && !errors.Is(err, it.ErrConflict) && !errors.Is(err, it.ErrNotFound) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	return func() {
+		done.Store(true)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	}
+}
+
+// bruteForce returns the IDs of tbl's records that match, from a scan of
+// the fact table.
+func bruteForce(t *testing.T, tbl *it.Table[person], match func(person) bool) []int {
+	var out []int
+	for _, p := range collect(t, tbl, it.Query{}) {
+		if match(p) {
+			out = append(out, p.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ids returns the sorted IDs of people.
+func ids(people []person) []int {
+	var out []int
+	for _, p := range people {
+		out = append(out, p.ID)
+	}
+	slices.Sort(out)
+	return out
+}
