@@ -465,7 +465,7 @@ func TestOlderHandleOnUnboundedStores(t *testing.T) {
 		require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
 		requireClean(t, newer)
 		require.Len(t, collect(t, older, it.Query{Index: "name", Eq: it.Tuple{"B"}}), 1)
-		openRev(3, town) // the next release drops it
+		openRev(3, town)      // the next release drops it
 		time.Sleep(testLease) // older reads the catalog again at its next read
 		_, err = older.Count(ctx, it.Query{Index: "name"})
 		require.ErrorIs(t, err, it.ErrIndexNotReadable)

@@ -97,14 +97,15 @@
 // compares the schema with the catalog. An index the catalog does not know
 // is new; one whose definition changed (fields, their types, strategy,
 // projection, Unique, Sparse, MultiValued, Consistency, Version) is
-// replaced; one the schema no longer declares is dropped and its entries
-// deleted, leaving a tombstone. Each definition of an index gets its own
-// generation of keys, never reused, so a replaced definition starts from an
-// empty key range and never reads the entries of an old one; Open deletes
-// whatever a crash left of older generations.
+// replaced; one the schema no longer declares is dropped, leaving a
+// tombstone. Each definition of an index gets its own generation of keys,
+// never reused, so a replaced definition starts from an empty key range and
+// never reads the entries of an old one; the entries of retired
+// generations are deleted once no handle can still use them.
 //
 // A new or replaced index starts write-only (readable at once when the
-// table holds no record), so every write maintains it, and Table.Build
+// table holds no record; delete-only on a partitioned store whose table
+// had a schema), so every write maintains it, and Table.Build
 // fills in the entries of the records written before, in chunks, while
 // writes go on. Each chunk is one batch that puts the entries of its
 // records, expects each record unchanged since it was read (a concurrent
@@ -113,10 +114,14 @@
 // cursor. The chunk that finds no record after the cursor flips the index
 // to readable, so queries see the index only when it is complete.
 //
-// Every process that writes a table must open it with the same schema: a
-// process that still runs an older schema does not maintain a new index,
-// and if it reopens the table, Open undoes the change (it drops a new
-// index, or defines a changed one back). Reopen the table in each process after a schema change.
+// Processes of different schemas share a table safely (schema.go): each
+// handle reads the catalog again within its Schema.SchemaLease and
+// maintains the indexes other processes added, compiled from their catalog
+// definitions; on stores of unbounded atomicity every write expects the
+// schema version it planned at, and on partitioned ones an index moves
+// through delete-only and write-only, each held for two leases, before
+// Build fills it, as in F1's online schema change. Schema.Revision keeps
+// an older release's Open from undoing a newer one's schema.
 //
 // # Verification
 //
@@ -188,7 +193,7 @@
 // they are enough to find every pending change, in hints.go; maintainer.go
 // applies the queue, a record's changes at a time (changegroup.go), under
 // leases (lease.go). keys.go
-// builds the stored keys; catalog.go, build.go and verify.go run an
-// index's lifecycle; query.go reads; tuple encoding is in tuple.go, the codecs in
+// builds the stored keys; catalog.go, schema.go, build.go and verify.go run
+// an index's lifecycle; query.go reads; tuple encoding is in tuple.go, the codecs in
 // codec.go and codec_binary.go.
 package indextable
