@@ -384,6 +384,10 @@ func TestCatalogEntryThatIsNoTupleIsACodecError(t *testing.T) {
 // other handles: short, so that they do not wait long.
 const testLease = 20 * time.Millisecond
 
+// countLease is the SchemaLease of tests that count a store's operations:
+// long, so that no view is read again while they count.
+const countLease = time.Hour
+
 // TestOlderHandleOnUnboundedStores: two handles of one table on a store of
 // unbounded atomicity, the second opened with a newer schema. Every write
 // carries the schema version it planned at, so a handle that missed a

@@ -19,7 +19,7 @@ import (
 // towns' partitions, so that every write queues a change.
 func hintTable(t *testing.T, s it.Store) *it.Table[person] {
 	t.Helper()
-	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"},
+	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[person]{{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy}}})
 	require.NoError(t, err)
 	return tbl

@@ -60,7 +60,7 @@ func openPeople(t testing.TB, s it.Store) *it.Table[person] {
 
 func openPeopleWith(t testing.TB, s it.Store, c it.Codec) *it.Table[person] {
 	t.Helper()
-	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes(), Codec: c})
+	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes(), Codec: c})
 	require.NoError(t, err)
 	return tbl
 }

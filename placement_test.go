@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,12 @@ func (apart) Atomicity() it.Atomicity {
 
 func openFilms(t testing.TB, s it.Store, indexes ...it.Index[film]) (*it.Table[film], error) {
 	t.Helper()
-	return it.Open(context.Background(), s, it.Schema[film]{SchemaLease: testLease, Name: "films", PrimaryKey: []string{"Genre", "Title"}, Indexes: indexes})
+	return openFilmsLeased(t, s, testLease, indexes...)
+}
+
+func openFilmsLeased(t testing.TB, s it.Store, lease time.Duration, indexes ...it.Index[film]) (*it.Table[film], error) {
+	t.Helper()
+	return it.Open(context.Background(), s, it.Schema[film]{SchemaLease: lease, Name: "films", PrimaryKey: []string{"Genre", "Title"}, Indexes: indexes})
 }
 
 func TestPlacementIsResolvedForTheStore(t *testing.T) {
@@ -337,7 +343,7 @@ func TestBuildOnAStoreWithSmallBatches(t *testing.T) {
 func TestIntraPartitionReadChecksOnlyItsPartitionsQueue(t *testing.T) {
 	ctx := context.Background()
 	s := countingstore.New(partitionedStore(it.NewMemoryStore()))
-	tbl, err := openFilms(t, s,
+	tbl, err := openFilmsLeased(t, s, countLease,
 		it.Index[film]{Name: "year", Fields: []string{"Genre", "Year"}, Strategy: it.FullCopy},
 		it.Index[film]{Name: "actor", Fields: []string{"Actors"}, MultiValued: true})
 	require.NoError(t, err)

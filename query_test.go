@@ -1283,7 +1283,7 @@ func TestByteAndFloatKeyQueries(t *testing.T) {
 func TestStaleReadsTakeTheEntriesAsTheyAre(t *testing.T) {
 	ctx := context.Background()
 	s := countingstore.New(it.NewMemoryStore())
-	tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+	tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
 	require.NoError(t, err)
 	was := person{ID: 1, Town: "R", Name: "A"}
 	_, err = tbl.Insert(ctx, was)

@@ -413,7 +413,7 @@ func TestLimitedReadsScanWhatTheyNeed(t *testing.T) {
 		for _, reverse := range []bool{false, true} {
 			read := countingstore.New(it.NewMemoryStore())
 			consumed := countingstore.New(pagingStore{read})
-			tbl, err := it.Open(ctx, consumed, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
+			tbl, err := it.Open(ctx, consumed, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: eventualIndexes(personIndexes())})
 			require.NoError(t, err)
 			for i := range records {
 				_, err := tbl.Insert(ctx, record(i))
