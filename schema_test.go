@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -131,4 +132,79 @@ func ids(people []person) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// catalogOutage fails every scan of the catalog while down is set.
+type catalogOutage struct {
+	it.Store
+	down atomic.Bool
+}
+
+var errOutage = errors.New("catalog unreachable")
+
+func (s *catalogOutage) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	if k, ok := it.ParseKey(r.Start); ok && k.Space == it.SpaceCatalog && s.down.Load() {
+		return func(yield func(it.Entry, error) bool) { yield(it.Entry{}, errOutage) }
+	}
+	return s.Store.Scan(ctx, r)
+}
+
+// TestStaleViewRefusesWrites: a handle that cannot read the catalog keeps
+// writing on its view while the view is within its lease, refuses writes
+// with ErrStaleSchema once it is older, changing nothing, and writes again
+// as soon as it can read the catalog.
+func TestStaleViewRefusesWrites(t *testing.T) {
+	ctx := context.Background()
+	s := &catalogOutage{Store: it.NewMemoryStore()}
+	const lease = 50 * time.Millisecond
+	tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{indexByName("town")}, SchemaLease: lease})
+	require.NoError(t, err)
+	s.down.Store(true)
+	start := time.Now()
+	_, err = tbl.Insert(ctx, person{ID: 1, Town: "Oslo"})
+	if time.Since(start) < lease/2 { // (a slow machine may already be past it)
+		require.NoError(t, err, "a view within half its lease is not read again")
+	}
+	time.Sleep(lease)
+	_, err = tbl.Insert(ctx, person{ID: 2, Town: "Oslo"})
+	require.ErrorIs(t, err, it.ErrStaleSchema)
+	require.ErrorIs(t, err, errOutage)
+	_, err = tbl.Get(ctx, 2)
+	require.ErrorIs(t, err, it.ErrNotFound, "the refused write changed nothing")
+	s.down.Store(false)
+	_, err = tbl.Insert(ctx, person{ID: 2, Town: "Oslo"})
+	require.NoError(t, err)
+	requireClean(t, tbl)
+}
+
+// TestDisableElsewhereWithinTheLease: on a ShardedStore, where writes
+// cannot expect the schema version, a DisableIndex through one handle
+// holds for another's reads and writes once its view is half a lease old;
+// an EnableIndex too, and after Build the index is exact.
+func TestDisableElsewhereWithinTheLease(t *testing.T) {
+	ctx := context.Background()
+	s := newShardedMemory(t, 2)
+	open := func() *it.Table[person] {
+		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: []it.Index[person]{indexByName("town")}, SchemaLease: testLease})
+		require.NoError(t, err)
+		return tbl
+	}
+	one, other := open(), open()
+	_, err := other.Insert(ctx, person{ID: 1, Town: "Oslo"})
+	require.NoError(t, err)
+	require.NoError(t, one.DisableIndex(ctx, "town"))
+	time.Sleep(testLease)
+	_, err = other.Count(ctx, it.Query{Index: "town"})
+	require.ErrorIs(t, err, it.ErrIndexNotReadable)
+	_, err = other.Update(ctx, person{ID: 1, Town: "Bergen"})
+	require.NoError(t, err)
+	require.NoError(t, one.EnableIndex(ctx, "town"))
+	require.Equal(t, it.IndexDeleteOnly, statusOf(t, one)["town"].State)
+	time.Sleep(testLease)
+	_, err = other.Insert(ctx, person{ID: 2, Town: "Oslo"})
+	require.NoError(t, err)
+	require.NoError(t, one.Build(ctx, it.BuildOptions{}))
+	requireClean(t, other)
+	require.Equal(t, []int{2}, ids(collect(t, other, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}})))
+	require.Equal(t, []int{1}, ids(collect(t, other, it.Query{Index: "town", Eq: it.Tuple{"Bergen"}})))
 }
