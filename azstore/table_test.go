@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore/azuritetest"
@@ -127,7 +128,9 @@ func TestTableOnAzure(t *testing.T) {
 func TestBuildOnAzure(t *testing.T) {
 	ctx := context.Background()
 	s := openFresh(t, azuritetest.Connection(t))
-	schema := indextable.Schema[movie]{Name: "movies", PrimaryKey: []string{"Genre", "Title"}}
+	// A short schema lease: Build waits four of them before it builds
+	// indexes added to a table that already had a schema.
+	schema := indextable.Schema[movie]{Name: "movies", PrimaryKey: []string{"Genre", "Title"}, SchemaLease: 200 * time.Millisecond}
 	plain, err := indextable.Open(ctx, s, schema)
 	require.NoError(t, err)
 	var movies []movie
