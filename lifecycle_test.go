@@ -1303,7 +1303,7 @@ func (run *lcRun) status(tbl *it.Table[lcRec], schema lcSchema) {
 	var names, want []string
 	for _, st := range list {
 		names = append(names, st.Name)
-		if !slices.Contains([]it.IndexState{it.IndexWriteOnly, it.IndexReadable, it.IndexDisabled}, st.State) {
+		if !slices.Contains([]it.IndexState{it.IndexDeleteOnly, it.IndexWriteOnly, it.IndexReadable, it.IndexDisabled}, st.State) {
 			run.fail("IndexStatus: unknown state", "%+v", st)
 		}
 	}
