@@ -335,7 +335,7 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []Entry) error {
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
-	if now := t.indexes.load().lookup(ix.name); now.gen != ix.gen || !now.maintained() {
+	if now := t.indexes.load().lookup(ix.name); now == nil || now.gen != ix.gen || !now.maintained() {
 		return nil
 	}
 	var group Batch

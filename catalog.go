@@ -249,15 +249,17 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 		}
 		empty = false
 	}
-	// A new index starts readable on an empty table, else write-only; on a
-	// store of bounded atomicity whose table has had a schema, delete-only
-	// (see IndexDeleteOnly), since handles of the older schema may write.
+	// A new index starts readable on the empty table of a first Open. Once
+	// the table has a schema (a version), handles of it may be writing: a
+	// new index starts write-only (Build makes it readable at once on an
+	// empty table), and on a store of bounded atomicity delete-only (see
+	// IndexDeleteOnly).
 	fresh := IndexWriteOnly
 	switch {
-	case !t.versioned && version != nil:
-		fresh = IndexDeleteOnly
-	case empty:
+	case version == nil && empty:
 		fresh = IndexReadable
+	case version != nil && !t.versioned:
+		fresh = IndexDeleteOnly
 	}
 	var b Batch
 	for _, ix := range indexes {
@@ -301,7 +303,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 			b.Put(key, catalogEntry{gen: c.gen, state: indexDropped}.encode())
 		}
 	}
-	if b.Len() > 0 || versionRevision(version) < t.revision {
+	if b.Len() > 0 || version == nil || versionRevision(version) < t.revision {
 		version = t.bumpVersion(&b, version)
 		if err := t.store.Apply(ctx, &b); err != nil {
 			return nil, err
@@ -369,8 +371,9 @@ func (t *Table[T]) IndexStatus(ctx context.Context) ([]IndexStatus, error) {
 // readCatalog reads the catalog entry of index name, decoded and as stored,
 // and returns it with the index as the table's view has it, refreshed to
 // the entry's state: so a table sees what another process (or Build)
-// changed. An entry of a later generation than the view's is an index that
-// another process defined anew, or dropped: the table must be reopened.
+// changed. An entry of a later generation or definition than the view's
+// is an index that another process defined anew, enabled or dropped: the
+// view is read again from the whole catalog (refreshView).
 func (t *Table[T]) readCatalog(ctx context.Context, name string) (*indexTable, catalogEntry, []byte, error) {
 	key := catalogKey(t.prefix, name)
 	for attempt := 1; ; attempt++ {
@@ -393,6 +396,9 @@ func (t *Table[T]) readCatalog(ctx context.Context, name string) (*indexTable, c
 					continue
 				}
 			}
+		}
+		if errors.Is(err, errViewBehind) {
+			err = fmt.Errorf("table %q, index %q: the catalog kept changing: %w", t.name, name, ErrConflict)
 		}
 		return ix, c, v, err
 	}
@@ -521,9 +527,12 @@ func (t *Table[T]) switchState(ctx context.Context, name string, move func(catal
 		if err != nil {
 			return err
 		}
-		if !bytes.Equal(version, m.load().version) && attempt < maxAttempts {
+		if !bytes.Equal(version, m.load().version) {
 			// The view must have every other change of the catalog
 			// before it takes this change's version.
+			if attempt == maxAttempts {
+				return fmt.Errorf("table %q, index %q: the catalog kept changing: %w", t.name, name, ErrConflict)
+			}
 			if err := t.refreshView(ctx); err != nil {
 				return err
 			}

@@ -277,6 +277,7 @@ func TestMaintainerOfAnOlderSchema(t *testing.T) {
 	n, err := old.ApplyPending(ctx, it.MaintainerOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+	require.NoError(t, current.Build(ctx, it.BuildOptions{}))
 	require.Len(t, collect(t, current, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
 	requireNoDrift(t, current)
 

@@ -110,7 +110,7 @@ func TestFaultPoints(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx := context.Background()
 			open := func(s it.Store) *it.Table[person] {
-				tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: mode.indexes})
+				tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: mode.indexes})
 				require.NoError(t, err)
 				return tbl
 			}

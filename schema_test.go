@@ -208,3 +208,137 @@ func TestDisableElsewhereWithinTheLease(t *testing.T) {
 	require.Equal(t, []int{2}, ids(collect(t, other, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}})))
 	require.Equal(t, []int{1}, ids(collect(t, other, it.Query{Index: "town", Eq: it.Tuple{"Bergen"}})))
 }
+
+type revHookStore struct {
+	it.Store
+	onScan func()
+	armed  atomic.Bool
+}
+
+const hookLimit = 7
+
+func (h *revHookStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	if r.Limit == hookLimit && h.armed.CompareAndSwap(true, false) {
+		h.onScan()
+	}
+	return h.Store.Scan(ctx, r)
+}
+
+// TestBuildOfAnIndexDroppedElsewhere: a Build on a partitioned store whose
+// index another process drops while the build scans a chunk, and whose
+// view learns the drop meanwhile, stops without writing (it dereferenced
+// the index gone from the view).
+func TestBuildOfAnIndexDroppedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	h := &revHookStore{Store: newShardedMemory(t, 3)}
+	lease := 5 * time.Millisecond
+	open := func(ixs ...it.Index[person]) *it.Table[person] {
+		tbl, err := it.Open(ctx, h, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: ixs, SchemaLease: lease})
+		require.NoError(t, err)
+		return tbl
+	}
+	base := open(indexByName("town"))
+	for i := range 20 {
+		_, err := base.Insert(ctx, person{ID: i, Town: towns[i%3], Name: fmt.Sprint("n", i)})
+		require.NoError(t, err)
+	}
+	a := open(indexByName("town"), indexByName("name"))
+	h.onScan = func() {
+		open(indexByName("town")) // another process drops "name"
+		time.Sleep(2 * lease)
+		_, err := a.Insert(ctx, person{ID: 100, Town: "x", Name: "y"}) // a's view learns it
+		require.NoError(t, err)
+	}
+	h.armed.Store(true)
+	err := a.Build(ctx, it.BuildOptions{ChunkSize: hookLimit})
+	t.Log("Build:", err)
+	require.NotContains(t, indexNames(t, h), "name@1", "nothing built, and what there was deleted")
+}
+
+// TestIndexAddedAfterASchemaWithoutIndexes: a handle of a schema without
+// indexes writes a table; another process adds an index to the (still
+// empty) table. The first Open wrote a schema version, so the index does
+// not start readable (it did on a ShardedStore, and missed the first
+// handle's inserts within its lease).
+func TestIndexAddedAfterASchemaWithoutIndexes(t *testing.T) {
+	for _, sharded := range []bool{false, true} {
+		t.Run(fmt.Sprint("sharded=", sharded), func(t *testing.T) { addAfterNoIndexes(t, sharded) })
+	}
+}
+
+func addAfterNoIndexes(t *testing.T, sharded bool) {
+	ctx := context.Background()
+	var s it.Store = it.NewMemoryStore()
+	if sharded {
+		s = newShardedMemory(t, 3)
+	}
+	open := func(ixs ...it.Index[person]) *it.Table[person] {
+		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: ixs, SchemaLease: 200 * time.Millisecond})
+		require.NoError(t, err)
+		return tbl
+	}
+	older := open() // no indexes, yet a schema version
+	newer := open(indexByName("name"))
+	st := statusOf(t, newer)
+	t.Log("name is", st["name"].State)
+	_, err := older.Insert(ctx, person{ID: 1, Name: "A"}) // within older's lease
+	require.NoError(t, err)
+	require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
+	requireClean(t, newer)
+	require.Len(t, collect(t, newer, it.Query{Index: "name", Eq: it.Tuple{"A"}}), 1)
+}
+
+// afterScanStore runs after() once, when armed, after a scan with Limit 1
+// has yielded all it had.
+type afterScanStore struct {
+	it.Store
+	after func()
+	armed atomic.Bool
+}
+
+func (h *afterScanStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+	inner := h.Store.Scan(ctx, r)
+	if r.Limit != 1 || !h.armed.CompareAndSwap(true, false) {
+		return inner
+	}
+	return func(yield func(it.Entry, error) bool) {
+		for e, err := range inner {
+			if !yield(e, err) {
+				break
+			}
+		}
+		h.after()
+	}
+}
+
+// TestEmptyTableRacingAnOlderInsert: an older handle inserts between
+// Open's check that the table is empty and its commit of a new index. The
+// index starts write-only on a table that had a schema, so the insert is
+// not left out of a readable index (it was, on the memory store).
+func TestEmptyTableRacingAnOlderInsert(t *testing.T) {
+	for _, sharded := range []bool{false, true} {
+		t.Run(fmt.Sprint("sharded=", sharded), func(t *testing.T) {
+			ctx := context.Background()
+			var inner it.Store = it.NewMemoryStore()
+			if sharded {
+				inner = newShardedMemory(t, 3)
+			}
+			h := &afterScanStore{Store: inner}
+			open := func(ixs ...it.Index[person]) *it.Table[person] {
+				tbl, err := it.Open(ctx, h, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: ixs, SchemaLease: 200 * time.Millisecond})
+				require.NoError(t, err)
+				return tbl
+			}
+			older := open(indexByName("town"))
+			h.after = func() {
+				_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "A"})
+				require.NoError(t, err)
+			}
+			h.armed.Store(true)
+			newer := open(indexByName("town"), indexByName("name"))
+			t.Log("name is", statusOf(t, newer)["name"].State)
+			require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
+			requireClean(t, newer)
+		})
+	}
+}

@@ -169,7 +169,9 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair, parti
 	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
 		pending: map[string]bool{}, queued: map[string]bool{}, claims: map[string][]byte{},
 		aside: map[string][]Entry{}, facts: map[string][]byte{}, unsettled: map[string]bool{}, partial: partial}
-	if _, tool := any(t).(*Table[toolRecord]); !tool { // (a tool's table is the catalog's already)
+	// A tool's table (VerifyTable) is built from the catalog as it reads
+	// it, and leaves out what it cannot check: no view to bring up to date.
+	if _, tool := any(t).(*Table[toolRecord]); !tool {
 		if err := t.refreshView(ctx); err != nil { // the indexes as the catalog has them now
 			return nil, err
 		}
