@@ -104,8 +104,8 @@
 // generations are deleted once no handle can still use them.
 //
 // A new or replaced index starts write-only (readable at once when the
-// table holds no record; delete-only on a partitioned store whose table
-// had a schema), so every write maintains it, and Table.Build
+// first Open of an empty table declares it; delete-only on a partitioned
+// store), so every write maintains it, and Table.Build
 // fills in the entries of the records written before, in chunks, while
 // writes go on. Each chunk is one batch that puts the entries of its
 // records, expects each record unchanged since it was read (a concurrent

@@ -130,8 +130,9 @@ type Table[T any] struct {
 
 // Open opens the table that schema declares over store, checking the
 // schema against T, and reconciles the store's catalog with the schema's
-// indexes (see IndexState): a new index starts write-only unless the table
-// is empty (delete-only, on a store of bounded atomicity), a changed one is
+// indexes (see IndexState): a new index starts write-only (delete-only on
+// a store of bounded atomicity; readable when the first Open of an empty
+// table declares it), a changed one is
 // rebuilt from empty, and a removed one is dropped; the entries of the
 // dropped ones are deleted once no handle may use them, by a later Open or
 // Build. Build makes new indexes readable. Other handles of the table take
