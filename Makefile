@@ -44,9 +44,13 @@ benchrun = mkdir -p $(BENCHRAW) && ($(BENCHSTAMP) && $(2)) > $(BENCHRAW)/$(1).tm
 	mv $(BENCHRAW)/$(1).tmp $(BENCHRAW)/$(1).txt && $(MAKE) --no-print-directory bench-results
 
 # Every codec and strategy at 100,000 records, with the google/btree floor in the same
-# run (BENCHTIME operations each, BENCHCOUNT times; about 3 minutes): bench/raw/table.txt.
+# run (BENCHTIME operations each, BENCHCOUNT times; about 3 minutes), then inserts with and
+# without the schema version condition, in turns: 50 rounds (the benchmark's own, hence
+# -count=1) of 2,000 inserts into each of two tables, which grow as much as BenchmarkTable's
+# (about 15 seconds): bench/raw/table.txt.
 bench:
-	$(call benchrun,table,$(GO) test -run='^$$' -bench='^Benchmark(Table|Floor)$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .)
+	$(call benchrun,table,$(GO) test -run='^$$' -bench='^Benchmark(Table|Floor)$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) . && \
+		$(GO) test -run='^$$' -bench='^BenchmarkVersionCondition$$' -benchmem -benchtime=2000x -count=1 .)
 
 # What an index costs besides its reads: eventual and synchronous writes against
 # fact-only ones, the stale check of eventual reads, the maintainer, Verify, and a

@@ -96,6 +96,42 @@ BenchmarkFloor/get-2  10  100 ns/op
 	require.Contains(t, got, "- binary/full-copy range100 at most 1.5x the floor: **missed** (3.00x)")
 	require.Contains(t, got, "- binary/partial insert at most 2x the floor: **missed** (3.00x)")
 	require.NotContains(t, got, "- json/", "the targets are the binary codec's")
+	require.NotContains(t, got, "version condition", "no BenchmarkVersionCondition results, no row")
+
+	// The version condition: each condition's runs pooled over the rounds.
+	r = mustParse(t, `BenchmarkTable/binary/keys-only/insert-2  10  300 ns/op
+BenchmarkFloor/get-2  10  100 ns/op
+BenchmarkVersionCondition/round=01/condition=with-2  10  1100 ns/op
+BenchmarkVersionCondition/round=01/condition=without-2  10  1000 ns/op
+BenchmarkVersionCondition/round=02/condition=without-2  10  1000 ns/op
+BenchmarkVersionCondition/round=02/condition=with-2  10  1300 ns/op
+BenchmarkVersionCondition/round=03/condition=with-2  10  1150 ns/op
+BenchmarkVersionCondition/round=03/condition=without-2  10  900 ns/op
+`)
+	out.Reset()
+	require.NoError(t, writeTable(&out, r))
+	got = out.String()
+	for _, want := range []string{
+		"taking turns in 3 rounds of the same run; medians of 3 runs each:",
+		"| without the version condition | 1.00 µs | the baseline |",
+		"| with the version condition | 1.15 µs | 1.15x (+150 ns, +15.0%) |",
+		"- the schema version condition at most 10% of an insert without it: **missed** (+15.0%)",
+	} {
+		require.Contains(t, got, want)
+	}
+	require.Less(t, strings.Index(got, "| with the version condition"), strings.Index(got, "Targets, on the medians"), "the targets come last")
+
+	// A cost of 10% meets the target; the runs of each are counted apart.
+	r = mustParse(t, `BenchmarkFloor/get-2  10  100 ns/op
+BenchmarkVersionCondition/condition=with-2  10  1100 ns/op
+BenchmarkVersionCondition/condition=with-2  10  1100 ns/op
+BenchmarkVersionCondition/condition=without-2  10  1000 ns/op
+`)
+	out.Reset()
+	require.NoError(t, writeTable(&out, r))
+	got = out.String()
+	require.Contains(t, got, "one after the other in the same run; medians of 2 runs with, 1 without:")
+	require.Contains(t, got, "- the schema version condition at most 10% of an insert without it: met (+10.0%)")
 }
 
 func TestUpkeep(t *testing.T) {

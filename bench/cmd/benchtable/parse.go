@@ -116,6 +116,20 @@ func (r *run) names(prefix string) []string {
 	return out
 }
 
+// pooled returns the values of unit of every name under prefix whose last
+// element is last, in the order of the names, and how many names those
+// are: the runs of one benchmark timed in rounds, each round a name of its
+// own (VersionCondition/round=01/condition=with, round=02, ...).
+func (r *run) pooled(prefix, last, unit string) (values []float64, names int) {
+	for _, n := range r.names(prefix) {
+		if n == last || strings.HasSuffix(n, "/"+last) {
+			values = append(values, r.res[n][unit]...)
+			names++
+		}
+	}
+	return values, names
+}
+
 // stamp says where and when the file's benchmarks ran.
 func (r *run) stamp() string {
 	get := func(key string) string {
