@@ -23,6 +23,11 @@ type MemoryStore struct {
 	mu     sync.RWMutex
 	tree   *btree.BTreeG[memItem] // nil once closed
 	chunks sync.Pool              // *[]memItem of capacity memChunk, for Scan
+	// expected is the stored item an expectation last read (p nil: none),
+	// kept under mu until a batch writes its key: every write of a table
+	// on an unbounded store expects the one schema version key, which so
+	// costs no tree lookup.
+	expected memItem
 }
 
 // memItem is one stored pair: its key and value are the two parts of one
@@ -246,12 +251,21 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 		if op.IsWrite() {
 			continue
 		}
-		it, _ := m.tree.Get(memKey(op.Key)) // its value is nil when absent
+		it := m.expected
+		if it.p == nil || !bytes.Equal(op.Key, it.key()) {
+			it, _ = m.tree.Get(memKey(op.Key)) // its value is nil when absent
+			if it.p != nil {
+				m.expected = it
+			}
+		}
 		if err := CheckExpectation(op, it.value()); err != nil {
 			return fmt.Errorf("memory store: %w", err)
 		}
 	}
 	for _, op := range b.Ops() {
+		if m.expected.p != nil && op.IsWrite() && bytes.Equal(op.Key, m.expected.key()) {
+			m.expected = memItem{}
+		}
 		switch op.Kind {
 		case OpPut:
 			buf := make([]byte, max(len(op.Key)+len(op.Value), 1)) // p is never nil
@@ -275,7 +289,7 @@ func (m *MemoryStore) Atomicity() Atomicity { return Atomicity{} }
 // returns nil.
 func (m *MemoryStore) Close() error {
 	m.mu.Lock()
-	m.tree = nil
+	m.tree, m.expected = nil, memItem{}
 	m.mu.Unlock()
 	return nil
 }

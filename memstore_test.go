@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -112,4 +113,26 @@ func BenchmarkMemoryStoreApply(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestMemoryStoreExpectsWhatWasLastWritten: the store keeps the item an
+// expectation last read; a batch that writes its key must not leave the
+// old value to the next expectation.
+func TestMemoryStoreExpectsWhatWasLastWritten(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	k := []byte("version")
+	apply := func(build func(b *it.Batch)) error {
+		var b it.Batch
+		build(&b)
+		return s.Apply(ctx, &b)
+	}
+	require.NoError(t, apply(func(b *it.Batch) { b.Put(k, []byte("1")) }))
+	require.NoError(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("1")); b.Put([]byte("other"), nil) }))
+	require.NoError(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("1")); b.Put(k, []byte("2")) }))
+	require.ErrorIs(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("1")) }), it.ErrConflict)
+	require.NoError(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("2")) }))
+	require.NoError(t, apply(func(b *it.Batch) { b.Delete(k) }))
+	require.ErrorIs(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("2")) }), it.ErrConflict)
+	require.NoError(t, apply(func(b *it.Batch) { b.ExpectAbsent(k) }))
 }
