@@ -342,3 +342,58 @@ func TestEmptyTableRacingAnOlderInsert(t *testing.T) {
 		})
 	}
 }
+
+// TestWhatOtherHandlesLearn: what a handle does with the catalog of
+// another: its Verify checks, and its Build builds, an index that the other
+// added, though its own view has not been read again yet; a read that
+// outlasts the lease ends with ErrIndexNotReadable when the other disabled
+// its index meanwhile; and an Open deletes the entries of an index dropped
+// more than three leases ago without waiting.
+func TestWhatOtherHandlesLearn(t *testing.T) {
+	ctx := context.Background()
+	town, name := indexByName("town"), indexByName("name")
+	fill := func(tbl *it.Table[person]) {
+		for i := range 5 {
+			_, err := tbl.Insert(ctx, person{ID: i, Town: "Oslo", Name: fmt.Sprint("n", i)})
+			require.NoError(t, err)
+		}
+	}
+	t.Run("Build and Verify", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		older := openWith(t, s, town)
+		fill(older)
+		newer := openWith(t, s, town, name)
+		require.NoError(t, older.Build(ctx, it.BuildOptions{}))
+		require.Equal(t, it.IndexReadable, statusOf(t, newer)["name"].State, "the older handle built the newer's index")
+		older = openWith(t, s, town) // drops name; then another adds it back
+		newer = openWith(t, s, town, name)
+		require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
+		rep, err := older.Verify(ctx, it.VerifyOptions{})
+		require.NoError(t, err)
+		require.EqualValues(t, 10, rep.Entries, "the older handle verified both indexes")
+	})
+	t.Run("a long read", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		one := openWith(t, s, town)
+		fill(one)
+		other := openWith(t, s, town)
+		var last error
+		for _, err := range one.Find(ctx, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}}) {
+			if last = err; err == nil && other != nil {
+				require.NoError(t, other.DisableIndex(ctx, "town"))
+				other = nil
+				time.Sleep(2 * testLease) // the read outlasts the lease
+			}
+		}
+		require.ErrorIs(t, last, it.ErrIndexNotReadable)
+	})
+	t.Run("Open collects", func(t *testing.T) {
+		s := it.NewMemoryStore()
+		fill(openWith(t, s, town, name))
+		openWith(t, s, town)
+		require.Contains(t, indexNames(t, s), "name@1", "other handles may still read them")
+		time.Sleep(4 * testLease)
+		openWith(t, s, town)
+		require.NotContains(t, indexNames(t, s), "name@1")
+	})
+}
