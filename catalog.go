@@ -500,6 +500,9 @@ func (t *Table[T]) setState(ctx context.Context, name string, move func(catalogE
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
+	if err := t.knowIndex(ctx, name); err != nil {
+		return err
+	}
 	if t.indexes.load().lookup(name) == nil {
 		return fmt.Errorf("%w: table %q has no index %q", ErrInvalidSchema, t.name, name)
 	}

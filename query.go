@@ -469,7 +469,7 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		return err
 	}
 	if q.Index != "" {
-		if _, err := t.view(ctx, false); err != nil { // within the schema lease
+		if err := t.knowIndex(ctx, q.Index); err != nil {
 			return err
 		}
 	}

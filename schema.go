@@ -89,6 +89,17 @@ func (t *Table[T]) view(ctx context.Context, write bool) (*indexView, error) {
 	return v, nil
 }
 
+// knowIndex renews the view as view does and, when it has no index name,
+// reads the catalog again: another process may have added it, and naming
+// it need not wait out the lease.
+func (t *Table[T]) knowIndex(ctx context.Context, name string) error {
+	v, err := t.view(ctx, false)
+	if err == nil && v.lookup(name) == nil {
+		err = t.refreshView(ctx)
+	}
+	return err
+}
+
 // renew reads the catalog again for the view, unless another caller is
 // doing so and must is not set (the view is still within its lease), or
 // did so meanwhile. It fails only when the view is then older than the

@@ -397,3 +397,29 @@ func TestWhatOtherHandlesLearn(t *testing.T) {
 		require.NotContains(t, indexNames(t, s), "name@1")
 	})
 }
+
+// TestIndexAddedElsewhereIsKnownAtOnce: a handle whose view is well within
+// its lease queries, disables and enables an index that another handle
+// added and built, without waiting for the lease to learn it.
+func TestIndexAddedElsewhereIsKnownAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	open := func(indexes ...it.Index[person]) *it.Table[person] {
+		tbl, err := it.Open(ctx, s, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes, SchemaLease: countLease})
+		require.NoError(t, err)
+		return tbl
+	}
+	older := open(indexByName("town"))
+	_, err := older.Insert(ctx, person{ID: 1, Town: "Oslo", Name: "n1"})
+	require.NoError(t, err)
+	newer := open(indexByName("town"), indexByName("name"))
+	require.NoError(t, newer.Build(ctx, it.BuildOptions{}))
+	require.Equal(t, []int{1}, ids(collect(t, older, it.Query{Index: "name", Eq: it.Tuple{"n1"}})))
+
+	other := open(indexByName("town"), indexByName("name"), indexByName("email"))
+	require.NoError(t, other.Build(ctx, it.BuildOptions{}))
+	require.NoError(t, older.DisableIndex(ctx, "email"))
+	require.Equal(t, it.IndexDisabled, statusOf(t, other)["email"].State)
+	_, err = older.Count(ctx, it.Query{Index: "nosuch"})
+	require.ErrorIs(t, err, it.ErrInvalidQuery)
+}
