@@ -16,16 +16,16 @@ import (
 type FindingKind int
 
 const (
-	// Unused: no query read the index. Create index tables only for the
+	// FindingUnused: no query read the index. Create index tables only for the
 	// queries the application runs; every write pays for this one. The
 	// finding on a unique index says that writes still check their keys
 	// against it.
-	Unused FindingKind = iota + 1
-	// LowCardinality: the key has few distinct values, so each selects a
+	FindingUnused FindingKind = iota + 1
+	// FindingLowCardinality: the key has few distinct values, so each selects a
 	// large share of the table, which a scan of the fact table reads about
 	// as fast, without the index's writes and space.
-	LowCardinality
-	// Skewed: one key holds most entries and most queries ask for it, so
+	FindingLowCardinality
+	// FindingSkewed: one key holds most entries and most queries ask for it, so
 	// they read most of the table; an index pays off on skewed data only
 	// when queries ask for the rare values. It is judged on each leading
 	// part of a composite key that queries fix (Query.Eq), by its length:
@@ -34,12 +34,12 @@ const (
 	// for it, though no whole key is common. When no query fixed a key,
 	// every part is judged. An unread index is not judged skewed: nothing
 	// says which values it would be asked for.
-	Skewed
-	// Volatile: the data changes far more often than the index is read, so
+	FindingSkewed
+	// FindingVolatile: the data changes far more often than the index is read, so
 	// keeping the index costs more than the reads it serves save. Only
 	// updates and deletes count: loading data is not volatility.
-	Volatile
-	// UnindexedFilter: queries often scan the fact table filtering on the
+	FindingVolatile
+	// FindingUnindexedFilter: queries often scan the fact table filtering on the
 	// same fields (Query.Where); an index table keyed on them would answer
 	// each with a range read. When the fields lead the primary key, or hold
 	// it whole (each scan then selects at most one record), the finding
@@ -48,28 +48,28 @@ const (
 	// one does (saying why it did not answer them if it is not readable, or
 	// sparse, or multi-valued), else the index that leads with the most of
 	// them, if one does, and no index otherwise.
-	UnindexedFilter
-	// Projection: every read of a FullCopy index named the few fields it
+	FindingUnindexedFilter
+	// FindingProjection: every read of a FullCopy index named the few fields it
 	// uses (Query.Fields), so a KeysOnly or Partial index would answer the
 	// same reads from its entries, without a whole copy of every record.
 	// The entries hold the primary key and the key fields, except the slice
 	// fields of a multi-valued index, which a Partial one projects.
-	Projection
+	FindingProjection
 )
 
 func (k FindingKind) String() string {
 	switch k {
-	case Unused:
+	case FindingUnused:
 		return "unused"
-	case LowCardinality:
+	case FindingLowCardinality:
 		return "low-cardinality"
-	case Skewed:
+	case FindingSkewed:
 		return "skewed"
-	case Volatile:
+	case FindingVolatile:
 		return "volatile"
-	case UnindexedFilter:
+	case FindingUnindexedFilter:
 		return "unindexed-filter"
-	case Projection:
+	case FindingProjection:
 		return "projection"
 	}
 	return fmt.Sprintf("FindingKind(%d)", int(k))
@@ -237,24 +237,24 @@ func indexFindings(table TableInfo, d *IndexDefinition, s IndexStats, records in
 		if d != nil && d.Unique {
 			unique = "; but it is unique: writes check their keys against it, which dropping it would stop"
 		}
-		add(Unused, "no query read it in %d record writes, which wrote %d of its entries%s", usage.Writes, u.Mutations, unique)
+		add(FindingUnused, "no query read it in %d record writes, which wrote %d of its entries%s", usage.Writes, u.Mutations, unique)
 	}
 	if s.DistinctKeys > 0 && records > 0 {
 		perKey := float64(s.Entries) / float64(s.DistinctKeys)
 		if perKey >= 2 && perKey >= o.Selectivity*float64(records) {
-			add(LowCardinality, "%d distinct keys over %d entries: an average key selects %.0f%% of the %d records",
+			add(FindingLowCardinality, "%d distinct keys over %d entries: an average key selects %.0f%% of the %d records",
 				s.DistinctKeys, s.Entries, 100*perKey/float64(records), records)
 		}
 	}
 	for _, reason := range skews(s, u, o.Skew) {
-		add(Skewed, "%s", reason)
+		add(FindingSkewed, "%s", reason)
 	}
 	if u.Reads > 0 && u.Changes > 0 && float64(u.Changes) >= o.Volatility*float64(u.Reads) {
-		add(Volatile, "updates and deletes of records changed %d of its entries for %d reads: %.0f changes a read",
+		add(FindingVolatile, "updates and deletes of records changed %d of its entries for %d reads: %.0f changes a read",
 			u.Changes, u.Reads, float64(u.Changes)/float64(u.Reads))
 	}
 	if d != nil && d.Strategy == FullCopy && u.Reads > 0 && u.WholeReads == 0 {
-		add(Projection, "%s", projectionReason(d, sliceFields(table, d), u))
+		add(FindingProjection, "%s", projectionReason(d, sliceFields(table, d), u))
 	}
 	return out
 }
@@ -385,7 +385,7 @@ func prefixReads(prefixes []PrefixStats, reads []KeyReads) (hits, targeted []int
 // does not answer for every record, and why; one that leads with some of
 // them; or, failing those, a new index on them.
 func filterFinding(table TableInfo, records int64, fu FilterUse) Finding {
-	f := Finding{Kind: UnindexedFilter}
+	f := Finding{Kind: FindingUnindexedFilter}
 	pk := primaryKey(table)
 	switch n := leading(pk, fu.Fields); {
 	case n > 0 && n == len(fu.Fields):

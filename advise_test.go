@@ -32,8 +32,8 @@ func findingsOf(findings []it.Finding, index string) []it.Finding {
 // no query fixed a key.
 func TestAdviseJudgesSkewOnEachKeyPrefix(t *testing.T) {
 	const (
-		us   = "key prefix [US] holds 90%% of the entries, and %d of the %d queries that fixed its first component asked for it"
-		usCA = "key prefix [US CA] holds 60%% of the entries, and %d of the %d queries that fixed its first 2 components asked for it"
+		us   = `key prefix ("US") holds 90%% of the entries, and %d of the %d queries that fixed its first component asked for it`
+		usCA = `key prefix ("US", "CA") holds 60%% of the entries, and %d of the %d queries that fixed its first 2 components asked for it`
 	)
 	for _, tc := range []struct {
 		name  string
@@ -62,8 +62,8 @@ func TestAdviseJudgesSkewOnEachKeyPrefix(t *testing.T) {
 		}, []string{fmt.Sprintf(us, 20, 20)}},
 		{"whole keys", func(i int) it.Tuple { return it.Tuple{"US", "CA", fmt.Sprint("N", i%60)} }, nil},
 		{"no key fixed", func(int) it.Tuple { return nil }, []string{
-			"key prefix [US] holds 90% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones",
-			"key prefix [US CA] holds 60% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones",
+			`key prefix ("US") holds 90% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones`,
+			`key prefix ("US", "CA") holds 60% of the entries, and no query fixed a key, so it is not known whether queries ask for the rare ones`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestAdviseJudgesSkewOnEachKeyPrefix(t *testing.T) {
 			require.NoError(t, err)
 			var got []string
 			for _, f := range findingsOf(findings, "place") {
-				require.Equal(t, it.Skewed, f.Kind, f.Reason)
+				require.Equal(t, it.FindingSkewed, f.Kind, f.Reason)
 				got = append(got, f.Reason)
 			}
 			assert.Equal(t, tc.want, got)
@@ -91,7 +91,7 @@ func TestFindingsJudgeTheWholeKeyWithoutPrefixStats(t *testing.T) {
 	table := it.TableInfo{Name: "t", Indexes: []it.IndexInfo{{IndexStatus: it.IndexStatus{Name: "town", State: it.IndexReadable}}}}
 	stats := it.TableStats{Records: 1000, Indexes: []it.IndexStats{{Index: "town", Entries: 1000, DistinctKeys: 500, CommonKey: it.Tuple{"Redmond"}, CommonEntries: 501}}}
 	usage := it.TableUsage{Indexes: map[string]it.IndexUsage{"town": {Reads: 10, ReadKeys: []it.KeyReads{{Key: it.Tuple{"Redmond"}, Reads: 6}, {Key: it.Tuple{"Bellevue"}, Reads: 4}}}}}
-	assert.Equal(t, []it.Finding{{Index: "town", Kind: it.Skewed, Reason: "key [Redmond] holds 50% of the entries, and 6 of the 10 queries that fixed a key asked for it"}},
+	assert.Equal(t, []it.Finding{{Index: "town", Kind: it.FindingSkewed, Reason: `key ("Redmond") holds 50% of the entries, and 6 of the 10 queries that fixed a key asked for it`}},
 		it.Findings(table, stats, usage, it.AdviseOptions{}))
 }
 
@@ -112,7 +112,7 @@ func TestAdviseNamesTheIndexThatLeadsWithTheFieldsFiltered(t *testing.T) {
 	townEmail := []it.Index[shop]{{Name: "town_email", Fields: []string{"Town", "Email"}}}
 	town, townActive := map[string]any{"Town": "T1"}, map[string]any{"Town": "T1", "Active": true}
 	finding := func(index, reason string) []it.Finding {
-		return []it.Finding{{Index: index, Kind: it.UnindexedFilter, Reason: reason}}
+		return []it.Finding{{Index: index, Kind: it.FindingUnindexedFilter, Reason: reason}}
 	}
 	const scans = "100 scans of the 100 records filtered on [Town], which this index leads with, but "
 	for _, tc := range []struct {
@@ -190,7 +190,7 @@ func filterFindings[T any](t *testing.T, tbl *it.Table[T]) []it.Finding {
 	require.NoError(t, err)
 	var out []it.Finding
 	for _, f := range findings {
-		if f.Kind == it.UnindexedFilter {
+		if f.Kind == it.FindingUnindexedFilter {
 			out = append(out, f)
 		}
 	}
@@ -266,7 +266,7 @@ func TestFindingsTakeTheDefaultForOptionsOutOfRange(t *testing.T) {
 			for _, f := range want {
 				kinds = append(kinds, f.Kind)
 			}
-			require.Equal(t, []it.FindingKind{it.LowCardinality, it.Skewed, it.Volatile, it.Unused, it.UnindexedFilter}, kinds, "%v", want)
+			require.Equal(t, []it.FindingKind{it.FindingLowCardinality, it.FindingSkewed, it.FindingVolatile, it.FindingUnused, it.FindingUnindexedFilter}, kinds, "%v", want)
 		} else {
 			require.Empty(t, want)
 		}
@@ -310,7 +310,7 @@ func TestAdviseKnowsThePrimaryKeyWithoutIndexes(t *testing.T) {
 	for i := range 100 {
 		drainAll(t, tbl, it.Query{Where: map[string]any{"ID": i % 10}})
 	}
-	want := []it.Finding{{Kind: it.UnindexedFilter,
+	want := []it.Finding{{Kind: it.FindingUnindexedFilter,
 		Reason: "100 scans of the 10 records filtered on [ID], which the primary key leads with: query the fact table by Eq instead"}}
 	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
 	require.NoError(t, err)
@@ -379,7 +379,7 @@ func TestAdviseFindsFiltersThatFixThePrimaryKeyByEq(t *testing.T) {
 			for i := range 100 {
 				drainAll(t, tbl, it.Query{Where: tc.where(visits[i%10])})
 			}
-			assert.Equal(t, []it.Finding{{Kind: it.UnindexedFilter, Reason: tc.want}}, filterFindings(t, tbl))
+			assert.Equal(t, []it.Finding{{Kind: it.FindingUnindexedFilter, Reason: tc.want}}, filterFindings(t, tbl))
 		})
 	}
 }
@@ -431,7 +431,7 @@ func TestFindingsProjectionOfAMultiValuedIndexLacksOnlyItsSliceFields(t *testing
 				fields[f] = 50
 			}
 			usage := it.TableUsage{Indexes: map[string]it.IndexUsage{"ct": {Reads: 50, FieldsRead: fields}}}
-			assert.Equal(t, []it.Finding{{Index: "ct", Kind: it.Projection, Reason: tc.want}}, it.Findings(info, stats, usage, it.AdviseOptions{}))
+			assert.Equal(t, []it.Finding{{Index: "ct", Kind: it.FindingProjection, Reason: tc.want}}, it.Findings(info, stats, usage, it.AdviseOptions{}))
 		})
 	}
 }
@@ -471,11 +471,11 @@ func adviseProjectionOfAMultiValuedIndex[T any](t *testing.T, rec T) {
 	require.NoError(t, err)
 	var projections []it.Finding
 	for _, f := range findings {
-		if f.Kind == it.Projection {
+		if f.Kind == it.FindingProjection {
 			projections = append(projections, f)
 		}
 	}
-	require.Equal(t, []it.Finding{{Index: "ct", Kind: it.Projection,
+	require.Equal(t, []it.Finding{{Index: "ct", Kind: it.FindingProjection,
 		Reason: "all 1 reads named only key fields ([Country ID]): KeysOnly would answer them from its entries, with no copy of the records"}}, projections)
 
 	// Indeed: the same read of the KeysOnly index is covered.
@@ -509,7 +509,7 @@ func TestFindingsOfAnUnusedUniqueIndexSayItChecksWrites(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := loudFixture()
 			fx.info.Indexes[1].Definition = &it.IndexDefinition{PrimaryKey: []string{"ID"}, Fields: []string{"Email"}, Unique: tc.unique}
-			assert.Equal(t, []it.Finding{{Index: "unread", Kind: it.Unused, Reason: tc.want}},
+			assert.Equal(t, []it.Finding{{Index: "unread", Kind: it.FindingUnused, Reason: tc.want}},
 				findingsOf(it.Findings(fx.info, fx.stats, fx.usage, it.AdviseOptions{}), "unread"))
 		})
 	}
@@ -582,11 +582,11 @@ func TestAdvise(t *testing.T) {
 				kinds = append(kinds, got{f.Index, f.Kind})
 				require.NotEmpty(t, f.Reason)
 			}
-			want := []got{{"active", it.LowCardinality}}
+			want := []got{{"active", it.FindingLowCardinality}}
 			if readCommon {
-				want = append(want, got{"town", it.Skewed})
+				want = append(want, got{"town", it.FindingSkewed})
 			}
-			want = append(want, got{"score", it.Volatile}, got{"email_town", it.Unused})
+			want = append(want, got{"score", it.FindingVolatile}, got{"email_town", it.FindingUnused})
 			require.Equal(t, want, kinds)
 		})
 	}
@@ -626,8 +626,8 @@ func TestAdviseProposesIndexesForFrequentFilters(t *testing.T) {
 	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
 	require.NoError(t, err)
 	require.Len(t, findings, 2, "%v", findings)
-	assert.Equal(t, it.Finding{Kind: it.UnindexedFilter, Reason: "200 scans of the 100 records filtered on [Active Score]: an index on them would answer each with a range"}, findings[0])
-	assert.Equal(t, it.Finding{Index: "town_email", Kind: it.UnindexedFilter, Reason: "150 scans of the fact table filtered on [Town], which this index leads with: query it instead"}, findings[1])
+	assert.Equal(t, it.Finding{Kind: it.FindingUnindexedFilter, Reason: "200 scans of the 100 records filtered on [Active Score]: an index on them would answer each with a range"}, findings[0])
+	assert.Equal(t, it.Finding{Index: "town_email", Kind: it.FindingUnindexedFilter, Reason: "150 scans of the fact table filtered on [Town], which this index leads with: query it instead"}, findings[1])
 }
 
 // TestAdviseShrinksFullCopiesToTheFieldsRead: when every read of a
@@ -667,8 +667,8 @@ func TestAdviseShrinksFullCopiesToTheFieldsRead(t *testing.T) {
 	findings, err := tbl.Advise(ctx, it.AdviseOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []it.Finding{
-		{Index: "by_town", Kind: it.Projection, Reason: "all 21 reads named only key fields ([ID Town]): KeysOnly would answer them from its entries, with no copy of the records"},
-		{Index: "by_email", Kind: it.Projection, Reason: "all 20 reads named only fields among [Active Email]: Partial with Projection [Active] would answer them from its entries, with no whole copy of the records"},
+		{Index: "by_town", Kind: it.FindingProjection, Reason: "all 21 reads named only key fields ([ID Town]): KeysOnly would answer them from its entries, with no copy of the records"},
+		{Index: "by_email", Kind: it.FindingProjection, Reason: "all 20 reads named only fields among [Active Email]: Partial with Projection [Active] would answer them from its entries, with no whole copy of the records"},
 	}, findings)
 }
 
@@ -705,6 +705,6 @@ func TestAdviseLeavesHealthyAndUnreadableIndexesAlone(t *testing.T) {
 	}
 	findings, err := tbl.Advise(ctx, it.AdviseOptions{MinWrites: 5})
 	require.NoError(t, err)
-	require.Equal(t, []it.Finding{{Index: "counted", Kind: it.Projection,
+	require.Equal(t, []it.Finding{{Index: "counted", Kind: it.FindingProjection,
 		Reason: "all 10 reads needed only its keys (counts, or covered reads that named no field): KeysOnly would answer them, with no copy of the records"}}, findings)
 }

@@ -207,7 +207,7 @@ func TestBuildStopsAtAUniqueViolation(t *testing.T) {
 	tbl = openWith(t, s, indexByName("email"))
 	err = tbl.Build(ctx, it.BuildOptions{})
 	require.ErrorIs(t, err, it.ErrUniqueViolation)
-	assert.True(t, strings.Contains(err.Error(), "[0] and [1]"), err.Error())
+	assert.True(t, strings.Contains(err.Error(), "(0) and (1)"), err.Error())
 }
 
 // TestConsistencyChangeRebuilds switches an index from eventual to

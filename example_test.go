@@ -203,3 +203,60 @@ func ExampleShardFor_thousandShards() {
 	// "C01": shard 308
 	// "Redmond": shard 167
 }
+
+func ExampleTable_Delete() {
+	ctx := context.Background()
+	table := openCustomers(ctx)
+	_, version, err := table.GetVersioned(ctx, "3")
+	if err != nil {
+		panic(err)
+	}
+	// The primary key's values, as Get takes them, then write options.
+	fmt.Println(table.Delete(ctx, "3", indextable.IfVersion(version+1)) != nil)
+	fmt.Println(table.Delete(ctx, "3", indextable.IfVersion(version)))
+	_, err = table.Get(ctx, "3")
+	fmt.Println(errors.Is(err, indextable.ErrNotFound))
+	// Output:
+	// true
+	// <nil>
+	// true
+}
+
+// Bounds and Eq values convert between numeric kinds when that keeps them
+// exact.
+func ExampleBound() {
+	type Product struct {
+		SKU   string
+		Price float64
+		Stock int32
+	}
+	ctx := context.Background()
+	products, err := indextable.Open(ctx, indextable.NewMemoryStore(), indextable.Schema[Product]{
+		Name:       "products",
+		PrimaryKey: []string{"SKU"},
+		Indexes: []indextable.Index[Product]{
+			{Name: "price", Fields: []string{"Price"}},
+			{Name: "stock", Fields: []string{"Stock"}},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range []Product{{"a", 99.5, 3}, {"b", 100, 0}, {"c", 250, 12}} {
+		if _, err := products.Insert(ctx, p); err != nil {
+			panic(err)
+		}
+	}
+	// An int bounds the float64 field; a whole float the int32 one.
+	n, _ := products.Count(ctx, indextable.Query{Index: "price", Lower: indextable.Inclusive(100)})
+	fmt.Println(n, "priced from 100")
+	n, _ = products.Count(ctx, indextable.Query{Index: "stock", Eq: indextable.Tuple{12.0}})
+	fmt.Println(n, "with 12 in stock")
+	// A fraction has no exact int32.
+	_, err = products.Count(ctx, indextable.Query{Index: "stock", Upper: indextable.Exclusive(2.5)})
+	fmt.Println(err)
+	// Output:
+	// 2 priced from 100
+	// 1 with 12 in stock
+	// indextable: invalid query: field "Stock" holds int32 values: 2.5 is not a whole number
+}

@@ -33,7 +33,8 @@ type Index[T any] struct {
 	// only keys of n or more. A panic of Key is returned as an error
 	// wrapping ErrInvalidKey.
 	Key func(T) []Tuple
-	// Strategy says what an entry holds besides its key.
+	// Strategy says what an entry holds besides its key. The zero value is
+	// KeysOnly: entries hold the primary key, and reads fetch each record.
 	Strategy Strategy
 	// Projection names the fields a Partial entry keeps; only for Partial.
 	Projection []string

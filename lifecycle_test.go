@@ -821,7 +821,11 @@ func (w *lcWriter) delete(id int, v it.Version) {
 		expect = it.ErrConflict
 	}
 	w.write(op, id, nil, expect, func(ctx context.Context, t *it.Table[lcRec]) (it.Version, error) {
-		return 0, t.Delete(ctx, it.Tuple{lcGroup(id), id}, opts...)
+		args := []any{lcGroup(id), id}
+		for _, o := range opts {
+			args = append(args, o)
+		}
+		return 0, t.Delete(ctx, args...)
 	})
 }
 

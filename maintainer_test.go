@@ -528,7 +528,7 @@ func TestUnappliableChangeIsSetAside(t *testing.T) {
 			err = <-waited
 			require.ErrorIs(t, err, it.ErrChangeSetAside)
 			require.ErrorIs(t, err, it.ErrInvalidBatch)
-			assert.Contains(t, err.Error(), "record [5]")
+			assert.Contains(t, err.Error(), "record (5)")
 			assert.Contains(t, err.Error(), "refused")
 			require.ErrorIs(t, tbl.WaitIndexed(ctx), it.ErrChangeSetAside)
 

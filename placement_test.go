@@ -324,7 +324,7 @@ func TestBuildOnAStoreWithSmallBatches(t *testing.T) {
 		if maxOps == 4 {
 			// Its last batch would expect the record and two change
 			// records, and remove both: five operations.
-			require.ErrorContains(t, err, "a change cannot be applied: record [Drama 3]: one change of the record does not fit")
+			require.ErrorContains(t, err, `a change cannot be applied: record ("Drama", "3"): one change of the record does not fit`)
 			continue
 		}
 		require.NoError(t, err)

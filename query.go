@@ -38,7 +38,9 @@ type Query struct {
 	Eq Tuple
 	// Lower and Upper bound the key component after Eq; nil is unbounded.
 	Lower, Upper *Bound
-	// Reverse returns results in descending key order.
+	// Reverse returns results in descending key order. Results are in key
+	// order; records with equal keys (in a non-unique index) come in
+	// primary key order, which Reverse reverses too.
 	Reverse bool
 	// Limit caps the results; 0 means no limit. FindPage needs one.
 	Limit int
@@ -81,6 +83,14 @@ type Query struct {
 }
 
 // Bound is one end of a range on a key component.
+//
+// A bound's Value, like a value of Query.Eq or Where, must be of the key
+// field's kind: a string for a string field, and so on. Numbers convert
+// when that keeps them exact: an int bounds a float64 field, and 100.0 an
+// int field, but 2.5 does not bound an int field, nor 16777217 a float32
+// one (float32 cannot hold it); those queries fail with ErrInvalidQuery. A
+// float for a float32 field is rounded to float32, as the field's values
+// were. Integers of any size and sign compare by value.
 type Bound struct {
 	// Value is compared with the key component, as a tuple element.
 	Value any
@@ -248,16 +258,16 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 }
 
 // fieldComponents checks q's Eq values and bounds against the key fields
-// they are compared with, and rounds them as the fields were (a copy of
-// Eq, or of a bound, holds a rounded value).
+// they are compared with, and converts them as queryComponent does (a copy
+// of Eq, or of a bound, holds a converted value).
 func fieldComponents(q *Query, fields []field) error {
 	cloned := false
 	for i, v := range q.Eq {
-		w, rounded, err := queryComponent(&fields[i], v)
+		w, converted, err := queryComponent(&fields[i], v)
 		if err != nil {
 			return err
 		}
-		if rounded {
+		if converted {
 			if !cloned {
 				q.Eq, cloned = slices.Clone(q.Eq), true
 			}
@@ -266,11 +276,11 @@ func fieldComponents(q *Query, fields []field) error {
 	}
 	for _, b := range []**Bound{&q.Lower, &q.Upper} {
 		if *b != nil {
-			w, rounded, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
+			w, converted, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
 			if err != nil {
 				return err
 			}
-			if rounded {
+			if converted {
 				*b = &Bound{Value: w, Exclusive: (*b).Exclusive}
 			}
 		}
@@ -345,7 +355,8 @@ func (t *Table[T]) coverFields(q Query) Query {
 	return q
 }
 
-// Find returns the records that q selects, in key order.
+// Find returns the records that q selects, in key order, and records with
+// equal keys in primary key order (both descending with Query.Reverse).
 //
 // A read of an index that may be behind its records (an Eventual index, or
 // any index on a store with bounded atomicity) returns no record under a

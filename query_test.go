@@ -1323,3 +1323,98 @@ func pending[T any](t *testing.T, tbl *it.Table[T]) int {
 	require.NoError(t, err)
 	return lag.Pending
 }
+
+// TestNumbersConvertWhenExact: a query value or bound of another numeric
+// kind than its field's is taken when converting it keeps it exact, in Eq,
+// bounds, Where and primary keys, and refused with ErrInvalidQuery when it
+// would not.
+func TestNumbersConvertWhenExact(t *testing.T) {
+	type rec struct {
+		ID    int32
+		Price float64
+		Small float32
+		Qty   uint8
+	}
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "n", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[rec]{
+			{Name: "price", Fields: []string{"Price"}},
+			{Name: "small", Fields: []string{"Small"}},
+			{Name: "qty", Fields: []string{"Qty"}},
+		}})
+	require.NoError(t, err)
+	for i := range int32(5) {
+		_, err := tbl.Insert(ctx, rec{ID: i, Price: float64(i) * 50, Small: float32(i) * 0.5, Qty: uint8(i)})
+		require.NoError(t, err)
+	}
+	big, two := int64(1)<<24+1, 2
+	for _, c := range []struct {
+		name string
+		q    it.Query
+		n    int // records found, or
+		err  error
+	}{
+		{"int bound on a float64 field", it.Query{Index: "price", Lower: it.Inclusive(100)}, 3, nil},
+		{"uint Eq on a float64 field", it.Query{Index: "price", Eq: it.Tuple{uint(150)}}, 1, nil},
+		{"int pointer on a float32 field", it.Query{Index: "small", Eq: it.Tuple{&two}}, 1, nil},
+		{"whole float on a uint8 field", it.Query{Index: "qty", Lower: it.Exclusive(1.0), Upper: it.Inclusive(3.0)}, 2, nil},
+		{"whole float in Where", it.Query{Where: map[string]any{"Qty": 4.0}}, 1, nil},
+		{"whole float on the primary key", it.Query{Eq: it.Tuple{float32(2)}}, 1, nil},
+		{"fraction on an integer field", it.Query{Index: "qty", Lower: it.Inclusive(2.5)}, 0, it.ErrInvalidQuery},
+		{"infinity on an integer field", it.Query{Index: "qty", Upper: it.Inclusive(math.Inf(1))}, 0, it.ErrInvalidQuery},
+		{"NaN on an integer field", it.Query{Index: "qty", Eq: it.Tuple{math.NaN()}}, 0, it.ErrInvalidQuery},
+		{"int a float32 cannot hold", it.Query{Index: "small", Eq: it.Tuple{big}}, 0, it.ErrInvalidQuery},
+		{"string on a float field", it.Query{Index: "price", Eq: it.Tuple{"100"}}, 0, it.ErrInvalidQuery},
+	} {
+		n, err := tbl.Count(ctx, c.q)
+		require.ErrorIs(t, err, c.err, c.name)
+		require.Equal(t, c.n, n, c.name)
+	}
+	r, err := tbl.Get(ctx, 3.0)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, r.ID)
+}
+
+// TestEqualKeysInPrimaryKeyOrder: records with equal index keys come in
+// primary key order, and in reverse with Reverse, for every strategy and
+// on a ShardedStore too, whose shards each hold some of them.
+func TestEqualKeysInPrimaryKeyOrder(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range []struct {
+		name  string
+		store it.Store
+	}{{"memory", it.NewMemoryStore()}, {"sharded", newShardedMemory(t, 3)}} {
+		tbl, err := it.Open(ctx, s.store, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"},
+			Indexes: []it.Index[person]{
+				{Name: "keys", Fields: []string{"Town"}},
+				{Name: "full", Fields: []string{"Town"}, Strategy: it.FullCopy},
+				{Name: "partial", Fields: []string{"Town"}, Strategy: it.Partial, Projection: []string{"Name"}},
+			}})
+		require.NoError(t, err)
+		var want []int
+		for _, id := range rand.Perm(40) {
+			_, err := tbl.Insert(ctx, person{ID: id, Town: towns[id%2]})
+			require.NoError(t, err)
+		}
+		storetest.Drain(t, tbl) // a ShardedStore's entries follow through the queue
+		for id := 0; id < 40; id += 2 {
+			want = append(want, id)
+		}
+		for _, index := range []string{"keys", "full", "partial"} {
+			q := it.Query{Index: index, Eq: it.Tuple{towns[0]}}
+			require.Equal(t, want, idsInOrder(collect(t, tbl, q)), "%s %s", s.name, index)
+			q.Reverse = true
+			backward := slices.Clone(want)
+			slices.Reverse(backward)
+			require.Equal(t, backward, idsInOrder(collect(t, tbl, q)), "%s %s reversed", s.name, index)
+		}
+	}
+}
+
+func idsInOrder(people []person) []int {
+	out := make([]int, 0, len(people))
+	for _, p := range people {
+		out = append(out, p.ID)
+	}
+	return out
+}

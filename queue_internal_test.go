@@ -100,5 +100,5 @@ func TestApplyQueuedFailsOnAChangeSetAside(t *testing.T) {
 	err = tbl.applyQueued(ctx, MaintainerOptions{})
 	require.ErrorIs(t, err, ErrChangeSetAside)
 	require.ErrorIs(t, err, ErrInvalidBatch)
-	require.Equal(t, `indextable: change set aside: table "t", record [1], after 3 failures: invalid batch: too long`, err.Error())
+	require.Equal(t, `indextable: change set aside: table "t", record ("1"), after 3 failures: invalid batch: too long`, err.Error())
 }

@@ -2,6 +2,7 @@ package indextable
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 )
@@ -133,10 +134,12 @@ func kindClass(t reflect.Type) string {
 
 // queryComponent checks that query value v may be compared with field f
 // and returns it as the field would store it: nil matches anything (a nil
-// pointer is indexed as nil), otherwise the encoded element types must
-// agree; a value for a float32 field is rounded to float32, as the field's
-// values were (rounded reports that).
-func queryComponent(f *field, v any) (w any, rounded bool, err error) {
+// pointer is indexed as nil); otherwise the encoded element types must
+// agree, but for numbers: an integer for a float field, or a float for an
+// integer field, is converted when that keeps its value exactly, and a
+// float for a float32 field is rounded to float32, as the field's values
+// were. converted reports a w other than v.
+func queryComponent(f *field, v any) (w any, converted bool, err error) {
 	if v == nil {
 		return nil, false, nil
 	}
@@ -148,9 +151,6 @@ func queryComponent(f *field, v any) (w any, rounded bool, err error) {
 	if vt.Kind() == reflect.Slice && vt.Elem().Kind() != reflect.Uint8 {
 		return nil, false, wrapErrorf(ErrInvalidQuery, fmt.Errorf("%w: %T", ErrUnsupportedType, v), "field %q: a query value is one key component", f.name)
 	}
-	if want, got := kindClass(f.typ), kindClass(rv.Type()); want != got {
-		return nil, false, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
-	}
 	t := f.typ
 	if f.multi {
 		t = t.Elem()
@@ -158,14 +158,66 @@ func queryComponent(f *field, v any) (w any, rounded bool, err error) {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() == reflect.Float32 {
-		if rv.Kind() == reflect.Pointer {
-			if rv.IsNil() {
-				return nil, true, nil // a nil pointer is nil
-			}
-			rv = rv.Elem()
-		}
-		return float64(float32(rv.Float())), true, nil
+	want, got := kindClass(t), kindClass(vt)
+	if want == got && t.Kind() != reflect.Float32 {
+		return v, false, nil
 	}
-	return v, false, nil
+	if !isNumber(want) || !isNumber(got) {
+		return nil, false, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
+	}
+	if rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return nil, true, nil // a nil pointer is nil
+		}
+		rv = rv.Elem()
+	}
+	w, err = exactNumber(rv, t.Kind())
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: field %q holds %s values: %w", ErrInvalidQuery, f.name, t, err)
+	}
+	return w, true, nil
+}
+
+func isNumber(class string) bool { return class == "integer" || class == "float" }
+
+// exactNumber returns the number that rv holds as a field of kind k
+// stores it (int64 or uint64 for an integer kind, float64 for a float
+// one), or an error when that would change it; but a float for a float32
+// field is rounded, as the field's values were.
+func exactNumber(rv reflect.Value, k reflect.Kind) (any, error) {
+	if k != reflect.Float32 && k != reflect.Float64 {
+		f := rv.Float()
+		switch {
+		case f != math.Trunc(f) || math.IsInf(f, 0):
+			return nil, fmt.Errorf("%v is not a whole number", f)
+		case f >= -0x1p63 && f < 0x1p63:
+			return int64(f), nil
+		case f >= 0 && f < 0x1p64:
+			return uint64(f), nil
+		}
+		return nil, fmt.Errorf("%v is out of the range of 64-bit integers", f)
+	}
+	var f float64
+	exact := true
+	switch {
+	case rv.CanInt():
+		i := rv.Int()
+		f = float64(i)
+		exact = f < 0x1p63 && int64(f) == i
+	case rv.CanUint():
+		u := rv.Uint()
+		f = float64(u)
+		exact = f < 0x1p64 && uint64(f) == u
+	default:
+		f = rv.Float()
+	}
+	if k == reflect.Float32 {
+		r := float64(float32(f))
+		exact = exact && (r == f || rv.CanFloat())
+		f = r
+	}
+	if !exact {
+		return nil, fmt.Errorf("%v is not exactly a %v", rv, k)
+	}
+	return f, nil
 }

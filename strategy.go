@@ -13,7 +13,8 @@ type Strategy uint8
 const (
 	// KeysOnly is the normalized strategy: an entry holds only the key and
 	// the record's primary key. A read does two lookups (the index, then the
-	// fact table, fetched in batches). Least space and write work.
+	// fact table, fetched in batches). Least space and write work. It is
+	// the zero Strategy, so an Index that names none is KeysOnly.
 	KeysOnly Strategy = iota
 	// FullCopy is full denormalization: an entry holds a whole copy of the
 	// record. A read is one lookup; every change to the record rewrites the

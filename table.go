@@ -306,6 +306,17 @@ func decodeForError(b []byte) any {
 	return fmt.Sprintf("%q", b)
 }
 
+// primaryKeyValues returns the values of a primary key given as Get and
+// Delete take it: the values, or one Tuple of them.
+func primaryKeyValues(pk []any) []any {
+	if len(pk) == 1 {
+		if values, ok := pk[0].(Tuple); ok {
+			return values
+		}
+	}
+	return pk
+}
+
 // factKeyOf returns the fact table key of a primary key given as a tuple,
 // checking it against the schema.
 func (t *Table[T]) factKeyOf(dst []byte, pk Tuple) ([]byte, error) {
@@ -325,8 +336,9 @@ func (t *Table[T]) factKeyOf(dst []byte, pk Tuple) ([]byte, error) {
 	return key, nil
 }
 
-// Get returns the record with primary key pk (one component per primary key
-// field), or an error wrapping ErrNotFound.
+// Get returns the record with primary key pk, or an error wrapping
+// ErrNotFound. pk holds one value per primary key field, or one Tuple of
+// them: Get(ctx, "C042") and Get(ctx, indextable.Tuple{"C042"}) are alike.
 func (t *Table[T]) Get(ctx context.Context, pk ...any) (T, error) {
 	rec, _, err := t.GetVersioned(ctx, pk...)
 	return rec, err
@@ -339,6 +351,7 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 		var zero T
 		return zero, 0, err
 	}
+	pk = primaryKeyValues(pk)
 	rd := t.newReader() // for its buffers
 	defer t.freeReader(rd)
 	key, err := t.factKeyOf(rd.f.scratch[:0], pk)
@@ -349,7 +362,7 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 	value, err := t.store.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, pk)
+			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, Tuple(pk))
 		}
 		return rd.zero, 0, err
 	}
@@ -358,7 +371,7 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 		err = t.decodeStored(payload, &rd.rec)
 	}
 	if err != nil {
-		return rd.zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, pk, err)
+		return rd.zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, Tuple(pk), err)
 	}
 	return rd.rec, v, nil
 }

@@ -33,7 +33,7 @@ func TestNilArguments(t *testing.T) {
 			return err
 		},
 		"Update with a nil option": func() error { _, err := tbl.Update(ctx, person{ID: 1}, nil); return err },
-		"Delete with a nil option": func() error { return tbl.Delete(ctx, it.Tuple{1}, nil) },
+		"Delete with a nil option": func() error { return tbl.Delete(ctx, 1, it.WriteOption(nil)) },
 		"Get":                      func() error { _, err := tbl.Get(nilCtx, 1); return err },
 		"GetVersioned":             func() error { _, _, err := tbl.GetVersioned(nilCtx, 1); return err },
 		"Insert":                   func() error { _, err := tbl.Insert(nilCtx, person{ID: 2}); return err },

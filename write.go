@@ -29,9 +29,18 @@ func (t *Table[T]) Update(ctx context.Context, rec T, opts ...WriteOption) (Vers
 }
 
 // Delete removes the record with primary key pk and its index entries; it
-// returns an error wrapping ErrNotFound if there is none.
-func (t *Table[T]) Delete(ctx context.Context, pk Tuple, opts ...WriteOption) error {
-	o, err := parseWriteOptions(opts)
+// returns an error wrapping ErrNotFound if there is none. Like Get, it takes
+// the primary key as its values, one per field (or a Tuple of them), which
+// WriteOptions may follow:
+//
+//	err := customers.Delete(ctx, "C042", indextable.IfVersion(v))
+func (t *Table[T]) Delete(ctx context.Context, pk ...any) error {
+	pk, opts, err := splitWriteOptions(pk)
+	pk = primaryKeyValues(pk)
+	var o writeOptions
+	if err == nil {
+		o, err = parseWriteOptions(opts)
+	}
 	if err == nil {
 		err = checkContext(ctx)
 	}
@@ -80,6 +89,20 @@ type WriteOption func(*writeOptions)
 type writeOptions struct {
 	ifVersion Version // 0: unconditional
 	badOption error   // an option that cannot apply
+}
+
+// splitWriteOptions separates Delete's arguments into the primary key's
+// values and the WriteOptions that follow them.
+func splitWriteOptions(args []any) ([]any, []WriteOption, error) {
+	var opts []WriteOption
+	for i, a := range args {
+		if o, ok := a.(WriteOption); ok {
+			opts = append(opts, o)
+		} else if len(opts) > 0 {
+			return nil, nil, fmt.Errorf("%w: argument %d: write options follow the primary key's values", ErrInvalidArgument, i)
+		}
+	}
+	return args[:len(args)-len(opts)], opts, nil
 }
 
 // parseWriteOptions applies opts, refusing a nil one: it may have been meant

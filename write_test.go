@@ -82,7 +82,7 @@ func TestFailedWritesLeaveDataAsItWas(t *testing.T) {
 	_, err = tbl.Insert(ctx, person{ID: 3, Email: "a@e"})
 	require.ErrorIs(t, err, it.ErrUniqueViolation)
 	assert.Contains(t, err.Error(), `index "email"`)
-	assert.Contains(t, err.Error(), "record [1]")
+	assert.Contains(t, err.Error(), "record (1)")
 	_, err = tbl.Update(ctx, person{ID: 2, Email: "a@e"})
 	require.ErrorIs(t, err, it.ErrUniqueViolation)
 	_, err = tbl.Insert(ctx, person{ID: 2})
@@ -309,4 +309,36 @@ func TestVersionsDoNotRepeatAcrossIncarnations(t *testing.T) {
 	v3, err := tbl.Update(ctx, person{ID: 1, Name: "C"}, it.IfVersion(v2))
 	require.NoError(t, err)
 	require.Equal(t, v2+1, v3)
+}
+
+// TestDeleteTakesThePrimaryKeyAsGetDoes: Delete takes a primary key's
+// values as Get does, or one Tuple of them, with write options after them;
+// an option before a value is refused and deletes nothing.
+func TestDeleteTakesThePrimaryKeyAsGetDoes(t *testing.T) {
+	type rec struct {
+		Group string
+		N     int
+		Town  string
+	}
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "r", PrimaryKey: []string{"Group", "N"},
+		Indexes: []it.Index[rec]{{Name: "town", Fields: []string{"Town"}}}})
+	require.NoError(t, err)
+	versions := map[int]it.Version{}
+	for n := range 4 {
+		versions[n], err = tbl.Insert(ctx, rec{Group: "g", N: n, Town: "Oslo"})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tbl.Delete(ctx, "g", 0))
+	require.NoError(t, tbl.Delete(ctx, it.Tuple{"g", 1}))
+	require.ErrorIs(t, tbl.Delete(ctx, "g", 2, it.IfVersion(versions[2]+1)), it.ErrConflict)
+	require.ErrorIs(t, tbl.Delete(ctx, it.IfVersion(versions[2]), "g", 2), it.ErrInvalidArgument)
+	require.ErrorIs(t, tbl.Delete(ctx, "g", 2, it.WriteOption(nil)), it.ErrInvalidArgument)
+	require.ErrorIs(t, tbl.Delete(ctx, "g"), it.ErrInvalidKey)
+	require.NoError(t, tbl.Delete(ctx, "g", 2, it.IfVersion(versions[2])))
+	n, err := tbl.Count(ctx, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = tbl.Get(ctx, it.Tuple{"g", 3})
+	require.NoError(t, err)
 }
