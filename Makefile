@@ -17,13 +17,20 @@ TESTTIMEOUT ?= 1h
 AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
 PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... ./cmd/indextable/... $(AZSTORE)
 
-.PHONY: test azurite bench bench-upkeep bench-pebble bench-azurite bench-azurite-cost bench-sharded bench-compare bench-results fuzz lint examples
+# The release check's program (RELEASING.md) is a module of its own, outside go.work, so
+# that neither the core nor the workspace requires golang.org/x/mod.
+RELEASEGO = GOWORK=off $(GO) -C internal/releasecheck
+RELEASECHECK = $(RELEASEGO) run . -root $(CURDIR)
 
-# vet, then every test of every module with the race detector (under Azurite
-# when the Azure store exists).
+.PHONY: test azurite bench bench-upkeep bench-pebble bench-azurite bench-azurite-cost bench-sharded bench-compare bench-results fuzz lint examples release-check release-prepare tidy
+
+# vet, then every test of every module and of the release check's program with the race
+# detector (under Azurite when the Azure store exists).
 test:
 	$(GO) vet $(PACKAGES)
+	$(RELEASEGO) vet ./...
 	$(if $(AZSTORE),scripts/azurite )$(GO) test -race -count=1 -timeout=$(TESTTIMEOUT) $(PACKAGES)
+	$(RELEASEGO) test -race -count=1 ./...
 
 # The Azure Table store's tests against a fresh in-memory Azurite.
 azurite:
@@ -104,9 +111,29 @@ fuzz:
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PACKAGES)
+	$(RELEASEGO) vet ./...
 
 examples:
 	$(GO) run ./examples/customers
 	$(GO) run ./examples/movies
 	$(GO) run ./examples/lifecycle
 	$(GO) run ./examples/sharded
+
+# Publish the core, the stores and the tool at the version the nested go.mod files require
+# them at to a file-based module proxy in a temporary directory, then, in a fresh module
+# outside the tree and with a module cache of its own, go get them from it, build and run
+# the Quick start and a program on both stores, and go install the tool and run its help.
+# STRICT=1 also requires the go.sum lines release-prepare writes. See RELEASING.md.
+release-check:
+	$(RELEASECHECK)$(if $(STRICT), -strict)
+
+# Make every module require its siblings at VERSION (go.work replaces them by the tree) and
+# write their go.sum lines, in dependency order.
+release-prepare:
+	@test -n "$(VERSION)" || { echo "usage: make release-prepare VERSION=vX.Y.Z" >&2; exit 2; }
+	$(RELEASECHECK) -prepare $(VERSION)
+
+# go mod tidy every module of go.work, each against the release check's proxy, since the
+# versions its siblings are required at need not exist yet.
+tidy:
+	$(RELEASECHECK) -tidy

@@ -5,7 +5,7 @@ go 1.23.0
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.20.0
 	github.com/Azure/azure-sdk-for-go/sdk/data/aztables v1.4.1
-	github.com/indextable/indextable v0.0.0-00010101000000-000000000000
+	github.com/indextable/indextable v0.1.0
 	github.com/stretchr/testify v1.11.1
 )
 
@@ -18,5 +18,3 @@ require (
 	golang.org/x/text v0.28.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/indextable/indextable => ../

@@ -5,8 +5,8 @@ go 1.23.0
 require (
 	github.com/google/btree v1.1.3
 	github.com/hashicorp/go-memdb v1.3.5
-	github.com/indextable/indextable v0.0.0
-	github.com/indextable/indextable/pebblestore v0.0.0-00010101000000-000000000000
+	github.com/indextable/indextable v0.1.0
+	github.com/indextable/indextable/pebblestore v0.1.0
 	github.com/stretchr/testify v1.10.0
 	github.com/tidwall/buntdb v1.3.0
 	github.com/tidwall/gjson v1.14.3
@@ -56,7 +56,3 @@ require (
 	google.golang.org/protobuf v1.33.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/indextable/indextable => ../
-
-replace github.com/indextable/indextable/pebblestore => ../pebblestore

@@ -3,15 +3,15 @@ module github.com/indextable/indextable/examples
 go 1.23.0
 
 require (
-	github.com/Azure/azure-sdk-for-go/sdk/data/aztables v1.4.1
-	github.com/indextable/indextable v0.0.0-00010101000000-000000000000
-	github.com/indextable/indextable/azstore v0.0.0-00010101000000-000000000000
-	github.com/indextable/indextable/pebblestore v0.0.0-00010101000000-000000000000
+	github.com/indextable/indextable v0.1.0
+	github.com/indextable/indextable/azstore v0.1.0
+	github.com/indextable/indextable/pebblestore v0.1.0
 	github.com/stretchr/testify v1.11.1
 )
 
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.20.0 // indirect
+	github.com/Azure/azure-sdk-for-go/sdk/data/aztables v1.4.1 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.2 // indirect
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect
@@ -49,10 +49,4 @@ require (
 	golang.org/x/text v0.28.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-)
-
-replace (
-	github.com/indextable/indextable => ../
-	github.com/indextable/indextable/azstore => ../azstore
-	github.com/indextable/indextable/pebblestore => ../pebblestore
 )

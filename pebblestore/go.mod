@@ -4,7 +4,7 @@ go 1.23.0
 
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
-	github.com/indextable/indextable v0.0.0-00010101000000-000000000000
+	github.com/indextable/indextable v0.1.0
 	github.com/stretchr/testify v1.10.0
 )
 
@@ -44,5 +44,3 @@ require (
 	google.golang.org/protobuf v1.33.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/indextable/indextable => ../

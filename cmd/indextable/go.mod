@@ -3,8 +3,9 @@ module github.com/indextable/indextable/cmd/indextable
 go 1.23.0
 
 require (
-	github.com/indextable/indextable v0.0.0-00010101000000-000000000000
-	github.com/indextable/indextable/pebblestore v0.0.0-00010101000000-000000000000
+	github.com/indextable/indextable v0.1.0
+	github.com/indextable/indextable/pebblestore v0.1.0
+	github.com/stretchr/testify v1.10.0
 )
 
 require (
@@ -20,6 +21,7 @@ require (
 	github.com/cockroachdb/redact v1.1.5 // indirect
 	github.com/cockroachdb/swiss v0.0.0-20260820225851-333444432258 // indirect
 	github.com/cockroachdb/tokenbucket v0.0.0-20230807174530-cc333fc44b06 // indirect
+	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/getsentry/sentry-go v0.27.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.3 // indirect
@@ -31,6 +33,7 @@ require (
 	github.com/matttproud/golang_protobuf_extensions v1.0.4 // indirect
 	github.com/minio/minlz v1.0.1-0.20250507153514-87eb42fe8882 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/client_golang v1.16.0 // indirect
 	github.com/prometheus/client_model v0.3.0 // indirect
 	github.com/prometheus/common v0.42.0 // indirect
@@ -40,9 +43,5 @@ require (
 	golang.org/x/sys v0.18.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
-)
-
-replace (
-	github.com/indextable/indextable => ../..
-	github.com/indextable/indextable/pebblestore => ../../pebblestore
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
