@@ -1,15 +1,20 @@
-// Command lifecycle shows how index tables are kept up: an index added to a
-// table that already holds records is built online while writes go on, an
-// eventual index follows writes through the table's durable queue and a
-// maintainer, and Verify checks the result.
+// Command lifecycle shows how index tables are kept up: an index that the
+// next release of a program (a higher Schema.Revision) adds to a table that
+// already holds records is built online while a concurrent writer goes on,
+// an eventual index follows writes through the table's durable queue and a
+// maintainer, and Verify checks the result. A second run on the same store
+// (-pebble) finds the indexes readable: the first release's schema, which
+// has none, does not drop what the later one added, and the later one finds
+// them unchanged.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
@@ -31,27 +36,39 @@ func main() { examplestore.Main(run) }
 // customerID is the ID of customer i.
 func customerID(i int) string { return fmt.Sprintf("C%05d", i) }
 
-// run loads a table without indexes, adds two, builds them online, lets
-// a maintainer catch the eventual one up, and verifies the table.
+// run loads a table with the schema of a first release, which has no
+// indexes, opens it with that of the next, which adds two, builds them
+// online, lets a maintainer catch the eventual one up, and verifies the
+// table.
 func run(ctx context.Context, store indextable.Store) error {
-	schema := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}}
-	if err := load(ctx, store, schema); err != nil {
+	first := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}, Revision: 1}
+	if err := load(ctx, store, first); err != nil {
 		return err
 	}
 
-	// Reopened with two indexes: the catalog sees they are new, and they
-	// start write-only, because the table holds records.
-	schema.Indexes = []indextable.Index[Customer]{
+	// The next release adds two indexes, and raises Revision. On a table
+	// that holds records, Open starts them write-only; on one where an
+	// earlier run (-pebble) built them, it finds them as they are.
+	second := first
+	second.Revision = 2
+	second.Indexes = []indextable.Index[Customer]{
 		{Name: "town_lastname", Fields: []string{"Town", "LastName"}},
 		{Name: "lastname", Fields: []string{"LastName"}, Consistency: indextable.Eventual},
 	}
-	table, err := indextable.Open(ctx, store, schema)
+	table, err := indextable.Open(ctx, store, second)
 	if err != nil {
 		return err
 	}
-	printStatus(ctx, table)
-	_, err = table.Count(ctx, indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}})
-	fmt.Printf("A query before the build: %v\n\n", err)
+	fmt.Println("Opened with schema revision 2, which declares two indexes:")
+	if err := printStatus(ctx, table); err != nil {
+		return err
+	}
+	n, err := table.Count(ctx, indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}})
+	if err != nil {
+		fmt.Printf("A query before the build: %v\n\n", err)
+	} else {
+		fmt.Printf("Customers in Redmond, through town_lastname: %d\n\n", n)
+	}
 
 	for _, step := range []func(context.Context, *indextable.Table[Customer]) error{build, rename, maintain} {
 		if err := step(ctx, table); err != nil {
@@ -66,19 +83,21 @@ func run(ctx context.Context, store indextable.Store) error {
 	return nil
 }
 
-// load writes 20,000 customers to a table without indexes. In a store that
-// outlives the run (-pebble), opening it without indexes drops those of
-// the earlier run, and the writes reset its customers; the indexes'
-// generations go on counting.
+// load writes 20,000 customers with schema, which has no indexes. In a
+// store that outlives the run (-pebble), the table holds the customers of
+// an earlier run and the indexes its schema revision 2 added: as schema's
+// revision is lower, Open leaves them be (it does not drop them), and this
+// handle maintains them as its writes reset the customers the earlier run
+// moved and renamed. It then applies the queue of the eventual index, so
+// that the rest of the run starts from where the first one did.
 func load(ctx context.Context, store indextable.Store, schema indextable.Schema[Customer]) error {
 	table, err := indextable.Open(ctx, store, schema)
 	if err != nil {
 		return err
 	}
-	if n, err := table.Count(ctx, indextable.Query{}); err != nil {
+	earlier, err := table.Count(ctx, indextable.Query{})
+	if err != nil {
 		return err
-	} else if n > 0 {
-		fmt.Printf("Found %d customers from an earlier run.\n", n)
 	}
 	for i := range 20000 {
 		c := Customer{ID: customerID(i), LastName: names[i%len(names)], Town: towns[i%len(towns)]}
@@ -86,12 +105,46 @@ func load(ctx context.Context, store indextable.Store, schema indextable.Schema[
 			return err
 		}
 	}
-	return nil
+	if earlier == 0 {
+		fmt.Printf("Loaded 20000 customers with schema revision %d, which has no indexes.\n\n", schema.Revision)
+		return nil
+	}
+	status, err := table.IndexStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if len(status) == 0 { // the earlier run ended before revision 2 opened the table
+		fmt.Printf("Found %d customers from an earlier run, and reset them.\n\n", earlier)
+		return nil
+	}
+	fmt.Printf("Found %d customers from an earlier run, and the %d indexes of its schema revision 2.\n", earlier, len(status))
+	fmt.Printf("Revision %d declares none but, as the lower revision, leaves the catalog be: it kept\n", schema.Revision)
+	fmt.Println("them, and maintained them as it reset the customers that the earlier run changed.")
+	fmt.Println()
+	for {
+		n, err := table.ApplyPending(ctx, indextable.MaintainerOptions{})
+		if err != nil || n == 0 {
+			return err
+		}
+	}
 }
 
 // build builds the new indexes online, with a progress bar, while a
-// writer moves customers to Seattle.
+// concurrent writer moves one customer in ten to Seattle, renaming them
+// Moved. Indexes that an earlier run built are readable: it says so, and
+// builds nothing.
 func build(ctx context.Context, table *indextable.Table[Customer]) error {
+	status, err := table.IndexStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(status, func(s indextable.IndexStatus) bool { return s.State != indextable.IndexReadable }) {
+		fmt.Println("Nothing to build: the earlier run built both indexes, and Open kept them, as their definitions are unchanged.")
+		fmt.Println()
+		return nil
+	}
+	fmt.Println("Build, while a concurrent writer moves one customer in ten to Seattle, renaming them Moved:")
+	var moved atomic.Int64
 	writerDone := make(chan error)
 	go func() {
 		for i := 0; i < 20000; i += 10 {
@@ -99,10 +152,11 @@ func build(ctx context.Context, table *indextable.Table[Customer]) error {
 				writerDone <- err
 				return
 			}
+			moved.Add(1)
 		}
 		writerDone <- nil
 	}()
-	err := table.Build(ctx, indextable.BuildOptions{ChunkSize: 1000, Progress: func(p indextable.BuildProgress) {
+	err = table.Build(ctx, indextable.BuildOptions{ChunkSize: 1000, Progress: func(p indextable.BuildProgress) {
 		switch {
 		case p.Readable:
 			fmt.Printf("build %-13s readable\n", p.Index)
@@ -111,11 +165,18 @@ func build(ctx context.Context, table *indextable.Table[Customer]) error {
 			fmt.Printf("build %-13s [%-20s] %d of %d records\n", p.Index, bar, p.Done, p.Total)
 		}
 	}})
+	during := moved.Load()
 	if err := errors.Join(err, <-writerDone); err != nil {
 		return err
 	}
+	fmt.Printf("The writer moved %d customers, %d of them while Build ran. Its writes kept the indexes\n", moved.Load(), during)
+	fmt.Println("up, write-only or readable, and each chunk of the build committed only if its records were")
+	fmt.Println("unchanged: Verify finds no drift below.")
 	fmt.Println()
-	printStatus(ctx, table)
+	if err := printStatus(ctx, table); err != nil {
+		return err
+	}
+	fmt.Println()
 	return nil
 }
 
@@ -132,7 +193,7 @@ func rename(ctx context.Context, table *indextable.Table[Customer]) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Queued changes for the eventual index: %d\n", lag.Pending)
+	fmt.Printf("Renamed one customer in 20. Changes queued for the eventual index since a maintainer last ran: %d\n", lag.Pending)
 	n, err := table.Count(ctx, indextable.Query{Index: "lastname", Eq: indextable.Tuple{"Renamed"}})
 	if err != nil {
 		return err
@@ -163,12 +224,14 @@ func maintain(ctx context.Context, table *indextable.Table[Customer]) error {
 	return nil
 }
 
-func printStatus(ctx context.Context, table *indextable.Table[Customer]) {
+// printStatus prints the state and generation of each index of table.
+func printStatus(ctx context.Context, table *indextable.Table[Customer]) error {
 	status, err := table.IndexStatus(ctx)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	for _, s := range status {
 		fmt.Printf("index %-13s %-10v generation %d\n", s.Name, s.State, s.Generation)
 	}
+	return nil
 }

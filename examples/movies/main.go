@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/indextable/indextable"
@@ -86,7 +87,9 @@ func run(ctx context.Context, s indextable.Store) error {
 		return err
 	}
 
-	show := func(title string, q indextable.Query) error {
+	// show prints the movies q finds, each after what label says of it
+	// (nothing when label is nil), and what the read cost.
+	show := func(title string, q indextable.Query, label func(Movie) string) error {
 		before := store.Counts()
 		fmt.Println(title + ":")
 		for m, err := range table.Find(ctx, q) {
@@ -94,6 +97,9 @@ func run(ctx context.Context, s indextable.Store) error {
 				return err
 			}
 			line := fmt.Sprintf("  %-7s %-14s %d  %s", m.Genre, m.Title, m.Year, strings.Join(m.Actors, ", "))
+			if label != nil {
+				line = fmt.Sprintf("  %-10s", label(m)) + line
+			}
 			if m.Synopsis != "" {
 				line += "  | " + m.Synopsis
 			}
@@ -106,15 +112,18 @@ func run(ctx context.Context, s indextable.Store) error {
 	steps := []struct {
 		title string
 		q     indextable.Query
+		label func(Movie) string
 	}{
-		{"Sci-Fi movies (one partition of the fact table)", indextable.Query{Eq: indextable.Tuple{"Sci-Fi"}}},
-		{"Movies with Ava Stone, from the actor index alone", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ava Stone"}, Covered: true}},
-		{"Movies with Ava Stone, whole records", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ava Stone"}}},
-		{"Actors from C to E, each with their movies", indextable.Query{Index: "actor", Lower: indextable.Inclusive("C"), Upper: indextable.Exclusive("E"), Covered: true}},
-		{"Sci-Fi movies of the 2020s, through the genre_year index", indextable.Query{Index: "genre_year", Eq: indextable.Tuple{"Sci-Fi"}, Lower: indextable.Inclusive(2020), Upper: indextable.Exclusive(2030)}},
+		{"Sci-Fi movies (one partition of the fact table)", indextable.Query{Eq: indextable.Tuple{"Sci-Fi"}}, nil},
+		{"Movies with Ava Stone, from the actor index alone", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ava Stone"}, Covered: true}, nil},
+		{"Movies with Ava Stone, whole records", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ava Stone"}}, nil},
+		{"Actors from C up to F, F excluded (names starting with C, D or E), with their movies",
+			indextable.Query{Index: "actor", Lower: indextable.Inclusive("C"), Upper: indextable.Exclusive("F"), Covered: true},
+			actorOfRow("C", "F")},
+		{"Sci-Fi movies of the 2020s, through the genre_year index", indextable.Query{Index: "genre_year", Eq: indextable.Tuple{"Sci-Fi"}, Lower: indextable.Inclusive(2020), Upper: indextable.Exclusive(2030)}, nil},
 	}
 	for _, s := range steps {
-		if err := show(s.title, s.q); err != nil {
+		if err := show(s.title, s.q, s.label); err != nil {
 			return err
 		}
 	}
@@ -134,7 +143,31 @@ func run(ctx context.Context, s indextable.Store) error {
 	if err := applyQueue(ctx, table); err != nil {
 		return err
 	}
-	return show("Movies with Ben Cole now", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ben Cole"}, Covered: true})
+	return show("Movies with Ben Cole now", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ben Cole"}, Covered: true}, nil)
+}
+
+// actorOfRow returns a label for the rows of a query of the actor index
+// over the actors from lower up to upper (not included): the actor whose
+// entry each row is. A multi-valued index returns a movie once per
+// matching entry, in key order (actor, then movie), so the k-th row of a
+// movie is that of its k-th actor in the range, in name order.
+func actorOfRow(lower, upper string) func(Movie) string {
+	seen := map[string]int{} // rows so far, by genre and title
+	return func(m Movie) string {
+		var in []string
+		for _, a := range m.Actors {
+			if a >= lower && a < upper {
+				in = append(in, a)
+			}
+		}
+		slices.Sort(in)
+		k := seen[m.Genre+"/"+m.Title]
+		seen[m.Genre+"/"+m.Title]++
+		if k >= len(in) {
+			return "?" // not a row of this range: none of its actors is in it
+		}
+		return in[k]
+	}
 }
 
 // showPlacement prints where each index table's entries lie, on a store
