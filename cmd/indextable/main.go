@@ -56,6 +56,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -126,8 +127,8 @@ var errShard = errors.New("not the whole sharded store")
 // directory of a store, or the directories of every shard of a
 // ShardedStore, in order, which it opens as one with the rules their
 // layout records keep.
-func open(ctx context.Context, dirs []string, readOnly bool) (store indextable.Store, err error) {
-	shards := make([]indextable.Store, 0, len(dirs))
+func open(ctx context.Context, dirs []string, readOnly bool) (store kv.Store, err error) {
+	shards := make([]kv.Store, 0, len(dirs))
 	defer func() {
 		if err != nil {
 			for _, s := range shards {
@@ -257,7 +258,7 @@ func describe(ix indextable.IndexInfo) indexReport {
 }
 
 // measure adds to r the table's stats, its saved usage and the findings.
-func measure(ctx context.Context, store indextable.Store, t indextable.TableInfo, o indextable.AdviseOptions, r *tableReport) error {
+func measure(ctx context.Context, store kv.Store, t indextable.TableInfo, o indextable.AdviseOptions, r *tableReport) error {
 	stats, err := indextable.StatsOf(ctx, store, t)
 	if err != nil {
 		return err

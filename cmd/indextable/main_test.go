@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -171,11 +172,11 @@ func TestCLIVerifyAndRepair(t *testing.T) {
 	store, err := pebblestore.Open(dir, pebblestore.Options{})
 	require.NoError(t, err)
 	key := func(elems ...any) []byte {
-		k, err := indextable.EncodeTuple(elems...)
+		k, err := kv.EncodeTuple(elems...)
 		require.NoError(t, err)
 		return k
 	}
-	var b indextable.Batch
+	var b kv.Batch
 	b.Delete(key("accounts", int64(1), "town", int64(1), "T3", int64(3)))       // missing
 	b.Put(key("accounts", int64(1), "active", int64(1), true, int64(999)), nil) // dangling
 	require.NoError(t, store.Apply(ctx, &b))
@@ -241,7 +242,7 @@ func (p price) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%.2f",
 func writeShardedStore(t *testing.T, dir string, n int) []string {
 	ctx := context.Background()
 	dirs := make([]string, n)
-	shards := make([]indextable.Store, n)
+	shards := make([]kv.Store, n)
 	for i := range shards {
 		dirs[i] = filepath.Join(dir, fmt.Sprintf("shard-%d", i))
 		s, err := pebblestore.Open(dirs[i], pebblestore.Options{NoSync: true})
@@ -325,22 +326,22 @@ func TestCLIShardedStore(t *testing.T) {
 
 	// A missing entry and a dangling one, each on the shard it lies on.
 	key := func(elems ...any) []byte {
-		k, err := indextable.EncodeTuple(elems...)
+		k, err := kv.EncodeTuple(elems...)
 		require.NoError(t, err)
 		return k
 	}
-	inject := func(email string, b func(*indextable.Batch)) {
+	inject := func(email string, b func(*kv.Batch)) {
 		i, err := indextable.ShardFor(3, email)
 		require.NoError(t, err)
 		s, err := pebblestore.Open(dirs[i], pebblestore.Options{})
 		require.NoError(t, err)
-		var batch indextable.Batch
+		var batch kv.Batch
 		b(&batch)
 		require.NoError(t, s.Apply(ctx, &batch))
 		require.NoError(t, s.Close())
 	}
-	inject("3@x", func(b *indextable.Batch) { b.Delete(key("accounts", int64(1), "email", int64(1), "3@x", int64(3))) })
-	inject("zz@x", func(b *indextable.Batch) {
+	inject("3@x", func(b *kv.Batch) { b.Delete(key("accounts", int64(1), "email", int64(1), "3@x", int64(3))) })
+	inject("zz@x", func(b *kv.Batch) {
 		b.Put(key("accounts", int64(1), "email", int64(1), "zz@x", int64(999)), nil)
 	})
 

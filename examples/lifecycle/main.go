@@ -14,6 +14,7 @@ import (
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/kv"
 )
 
 // Customer is a record of the fact table: the examples' customer, with an
@@ -33,7 +34,7 @@ func customerID(i int) string { return fmt.Sprintf("C%05d", i) }
 
 // run loads a table without indexes, adds two, builds them online, lets
 // a maintainer catch the eventual one up, and verifies the table.
-func run(ctx context.Context, store indextable.Store) error {
+func run(ctx context.Context, store kv.Store) error {
 	schema := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}}
 	if err := load(ctx, store, schema); err != nil {
 		return err
@@ -70,7 +71,7 @@ func run(ctx context.Context, store indextable.Store) error {
 // outlives the run (-pebble), opening it without indexes drops those of
 // the earlier run, and the writes reset its customers; the indexes'
 // generations go on counting.
-func load(ctx context.Context, store indextable.Store, schema indextable.Schema[Customer]) error {
+func load(ctx context.Context, store kv.Store, schema indextable.Schema[Customer]) error {
 	table, err := indextable.Open(ctx, store, schema)
 	if err != nil {
 		return err

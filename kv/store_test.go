@@ -1,13 +1,14 @@
-package indextable_test
+package kv_test
 
 import (
 	"testing"
 
-	"github.com/indextable/indextable"
+	indextable "github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
-var memBoundedScope = indextable.Atomicity{Partition: firstBytePartition, MaxOps: 10, MaxBytes: 1 << 10}
+// firstBytePartition partitions keys by their first byte.
+func firstBytePartition(key []byte) []byte { return key[:min(len(key), 1)] }
 
 func TestScanRangeContains(t *testing.T) {
 	b := func(s string) []byte { return []byte(s) }
@@ -66,5 +67,3 @@ func TestAtomicityAllows(t *testing.T) {
 		}
 	}
 }
-
-const memBenchKeys = 100_000

@@ -1,11 +1,10 @@
-package indextable_test
+package kv_test
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
-	it "github.com/indextable/indextable"
+	it "github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,50 +69,6 @@ func decoded(t *testing.T, elem []byte) any {
 	require.NoError(t, err)
 	require.Empty(t, rest)
 	return v
-}
-
-// Every key a table writes, in every space, parses as its space, with the
-// record's first primary key component as the Lead of its record, changes
-// and intra-partition entries.
-func TestParseKeyOfEveryStoredKey(t *testing.T) {
-	ctx := context.Background()
-	s := it.NewMemoryStore()
-	type rec struct {
-		Region, ID, Town string
-		N                int
-	}
-	tbl, err := it.Open(ctx, s, it.Schema[rec]{
-		SchemaLease: testLease,
-		Name:        "t", PrimaryKey: []string{"Region", "ID"},
-		Indexes: []it.Index[rec]{
-			{Name: "town", Fields: []string{"Town"}},
-			{Name: "n", Fields: []string{"N"}, Unique: true},
-			{Name: "late", Fields: []string{"Town"}, Consistency: it.Eventual},
-		},
-	})
-	require.NoError(t, err)
-	_, err = tbl.Insert(ctx, rec{Region: "eu", ID: "a", Town: "R", N: 1})
-	require.NoError(t, err)
-	require.NoError(t, tbl.SaveUsage(ctx))
-	spaces := map[it.KeySpace]int{}
-	for e, err := range s.Scan(ctx, it.ScanRange{}) {
-		require.NoError(t, err)
-		k, ok := it.ParseKey(e.Key)
-		require.True(t, ok, "%x", e.Key)
-		require.NotEqual(t, it.SpaceOther, k.Space, "%x", e.Key)
-		spaces[k.Space]++
-		switch k.Space {
-		case it.SpaceRecords, it.SpaceQueue:
-			assert.Equal(t, "eu", decoded(t, k.Lead))
-		case it.SpaceIndex:
-			assert.NotNil(t, k.Lead)
-			assert.Contains(t, []any{"town", "n", "late"}, decoded(t, k.Index))
-		}
-		assert.True(t, bytes.HasSuffix(e.Key, k.Rest))
-	}
-	for _, want := range []it.KeySpace{it.SpaceRecords, it.SpaceIndex, it.SpaceCatalog, it.SpaceQueue, it.SpaceUsage, it.SpaceRecordType} {
-		assert.NotZero(t, spaces[want], "space %d", want)
-	}
 }
 
 // FuzzParseKey: ParseKey never panics, and what it returns are pieces of

@@ -1,10 +1,10 @@
-package indextable_test
+package kv_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/indextable/indextable"
+	indextable "github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
