@@ -101,7 +101,7 @@ bench-results:
 
 # Each fuzz target (the core's and the Azure key encoding's) for FUZZTIME.
 fuzz:
-	@for p in . ./azstore; do \
+	@for p in . ./kv ./internal/tuple ./azstore; do \
 		for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 			echo "== $$p $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$p || exit 1; \
 		done; \

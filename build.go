@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"slices"
 )
 
@@ -146,9 +148,9 @@ func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) erro
 			}
 			c.total = total
 		}
-		var b Batch
+		var b kv.Batch
 		b.ExpectValue(key, stored)
-		r := ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), After: c.cursor, Limit: chunk}
+		r := kv.ScanRange{Start: t.factSpace, End: tuple.End(t.factSpace), After: c.cursor, Limit: chunk}
 		n := 0
 		claimed := map[string][]byte{} // unique keys this chunk puts, and their records
 		for e, err := range t.store.Scan(ctx, r) {
@@ -249,13 +251,13 @@ func (t *Table[T]) buildByRecord(ctx context.Context, name string, o *BuildOptio
 			}
 			c.total = total
 		}
-		var records []Entry
-		r := ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), After: c.cursor, Limit: o.ChunkSize}
+		var records []kv.Entry
+		r := kv.ScanRange{Start: t.factSpace, End: tuple.End(t.factSpace), After: c.cursor, Limit: o.ChunkSize}
 		for e, err := range t.store.Scan(ctx, r) {
 			if err != nil {
 				return err
 			}
-			records = append(records, Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+			records = append(records, kv.Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
 		}
 		if err := t.buildRecords(ctx, ix, records); err != nil {
 			return err
@@ -270,7 +272,7 @@ func (t *Table[T]) buildByRecord(ctx context.Context, name string, o *BuildOptio
 			c.state = IndexReadable
 		}
 		c.done += int64(n)
-		var b Batch
+		var b kv.Batch
 		b.ExpectValue(key, stored)
 		b.Put(key, c.encode())
 		err = t.store.Apply(ctx, &b)
@@ -295,16 +297,16 @@ func (t *Table[T]) buildByRecord(ctx context.Context, name string, o *BuildOptio
 // unchanged, or, when they do not fit one batch with it, a change record
 // for the maintainer in their stead. It is empty when the record has no
 // entries.
-func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fact []byte) (*Batch, error) {
+func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fact []byte) (*kv.Batch, error) {
 	pk := factKey[len(t.factSpace):]
 	entries, err := t.factEntries([]*indexTable{ix}, fact, pk)
 	if err != nil || len(entries) == 0 {
-		return &Batch{}, err
+		return &kv.Batch{}, err
 	}
 	if err := t.checkKeys(t.store.Atomicity(), pk, entries); err != nil {
 		return nil, err
 	}
-	b := &Batch{}
+	b := &kv.Batch{}
 	b.ExpectValue(factKey, fact)
 	for _, en := range entries {
 		if ix.unique {
@@ -332,14 +334,14 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 // again record by record, each read anew. Nothing is written when a
 // lifecycle change replaced ix since the build read it: the next chunk
 // reads the catalog again.
-func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []Entry) error {
+func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []kv.Entry) error {
 	t.indexes.drain.RLock()
 	defer t.indexes.drain.RUnlock()
 	if now := t.indexes.load().lookup(ix.name); now == nil || now.gen != ix.gen || !now.maintained() {
 		return nil
 	}
-	var group Batch
-	var members []Entry
+	var group kv.Batch
+	var members []kv.Entry
 	flush := func() error {
 		err := t.applyHinted(ctx, &group)
 		if errors.Is(err, ErrConflict) {
@@ -363,14 +365,14 @@ func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []E
 			continue
 		}
 		if group.Len() > 0 {
-			joined := Batch{ops: append(slices.Clip(group.ops), b.ops...)}
-			if ix.unique || t.store.Atomicity().Allows(&joined) != nil {
+			joined := kv.NewBatch(append(slices.Clip(group.Ops()), b.Ops()...)...)
+			if ix.unique || t.store.Atomicity().Allows(joined) != nil {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
 		}
-		group.ops = append(group.ops, b.ops...)
+		group.Add(b.Ops()...)
 		members = append(members, rec)
 	}
 	if group.Len() == 0 {
@@ -404,9 +406,9 @@ func (t *Table[T]) buildRecord(ctx context.Context, ix *indexTable, factKey, fac
 // claimUnique adds to b the expectation that guards the unique entry en of
 // the record pk, or returns the violation when another record holds its
 // key, in the store or earlier in the chunk.
-func (t *Table[T]) claimUnique(ctx context.Context, b *Batch, claimed map[string][]byte, en entry, pk []byte) error {
+func (t *Table[T]) claimUnique(ctx context.Context, b *kv.Batch, claimed map[string][]byte, en entry, pk []byte) error {
 	if other, ok := claimed[string(en.key)]; ok {
-		k, _ := DecodeTuple(en.key[len(en.ix.prefix):])
+		k, _ := decodeTuple(en.key[len(en.ix.prefix):])
 		return fmt.Errorf("%w: index %q: key %v is held by records %v and %v",
 			ErrUniqueViolation, en.ix.name, k, decodeForError(other), decodeForError(pk))
 	}
@@ -415,9 +417,9 @@ func (t *Table[T]) claimUnique(ctx context.Context, b *Batch, claimed map[string
 }
 
 // countRange counts the keys of a space.
-func countRange(ctx context.Context, s Store, space []byte) (int64, error) {
+func countRange(ctx context.Context, s kv.Store, space []byte) (int64, error) {
 	var n int64
-	for _, err := range s.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
+	for _, err := range s.Scan(ctx, kv.ScanRange{Start: space, End: tuple.End(space)}) {
 		if err != nil {
 			return 0, err
 		}

@@ -13,17 +13,18 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
 // copyFacts copies the fact records of table people from src into a new
 // store, without indexes or catalog.
-func copyFacts(t testing.TB, src it.Store) *it.MemoryStore {
+func copyFacts(t testing.TB, src kv.Store) *it.MemoryStore {
 	t.Helper()
 	dst := it.NewMemoryStore()
-	var b it.Batch
+	var b kv.Batch
 	for k, v := range storeDump(t, src) {
-		if tup, _ := it.DecodeTuple([]byte(k)); tup[1] == int64(0) {
+		if tup, _ := kv.DecodeTuple([]byte(k)); tup[1] == int64(0) {
 			b.Put([]byte(k), []byte(v))
 		}
 	}
@@ -45,7 +46,7 @@ func requireNoDrift[T any](t testing.TB, tbl *it.Table[T]) *it.VerifyReport {
 // for byte, indexes built from scratch over the final records.
 func TestBuildUnderConcurrentWriters(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
-		testBuildUnderConcurrentWriters(t, func(s *it.MemoryStore) it.Store { return s }, personIndexes(), math.MaxInt)
+		testBuildUnderConcurrentWriters(t, func(s *it.MemoryStore) kv.Store { return s }, personIndexes(), math.MaxInt)
 	})
 	// Where the build goes record by record, and through the queue, while
 	// writes fall back to it; without the unique index that cannot be kept.
@@ -57,15 +58,15 @@ func TestBuildUnderConcurrentWriters(t *testing.T) {
 	}
 	t.Run("partitioned", func(t *testing.T) { testBuildUnderConcurrentWriters(t, partitionedStore, partitioned, 200) })
 	t.Run("sharded", func(t *testing.T) {
-		testBuildUnderConcurrentWriters(t, func(m *it.MemoryStore) it.Store {
-			s, err := it.OpenShardedStore(context.Background(), []it.Store{m, it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+		testBuildUnderConcurrentWriters(t, func(m *it.MemoryStore) kv.Store {
+			s, err := it.OpenShardedStore(context.Background(), []kv.Store{m, it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 			require.NoError(t, err)
 			return s
 		}, partitioned, 200)
 	})
 }
 
-func testBuildUnderConcurrentWriters(t *testing.T, wrap func(*it.MemoryStore) it.Store, indexes []it.Index[person], maxWrites int) {
+func testBuildUnderConcurrentWriters(t *testing.T, wrap func(*it.MemoryStore) kv.Store, indexes []it.Index[person], maxWrites int) {
 	ctx := context.Background()
 	s := wrap(it.NewMemoryStore())
 	plain := openWith(t, s)
@@ -129,8 +130,8 @@ func testBuildUnderConcurrentWriters(t *testing.T, wrap func(*it.MemoryStore) it
 
 	fresh := wrap(it.NewMemoryStore())
 	for k, v := range storeDump(t, s) {
-		if tup, _ := it.DecodeTuple([]byte(k)); tup[1] == int64(0) {
-			var b it.Batch
+		if tup, _ := kv.DecodeTuple([]byte(k)); tup[1] == int64(0) {
+			var b kv.Batch
 			b.Put([]byte(k), []byte(v))
 			require.NoError(t, fresh.Apply(ctx, &b))
 		}
@@ -246,9 +247,9 @@ func TestWriteOnlyUniqueIndexChecksChangedEntries(t *testing.T) {
 // its predicate picks, so that a test can land a concurrent operation at
 // an exact point of another.
 type onceStore struct {
-	it.Store
+	kv.Store
 	mu        sync.Mutex
-	onApply   func(*it.Batch) bool
+	onApply   func(*kv.Batch) bool
 	onGetMany func(keys [][]byte) bool
 	hook      func()
 }
@@ -265,7 +266,7 @@ func (s *onceStore) fire(pick bool) {
 	}
 }
 
-func (s *onceStore) Apply(ctx context.Context, b *it.Batch) error {
+func (s *onceStore) Apply(ctx context.Context, b *kv.Batch) error {
 	s.fire(s.onApply != nil && s.onApply(b))
 	return s.Store.Apply(ctx, b)
 }
@@ -288,9 +289,9 @@ func TestBuildBetweenAnUpdatesReadAndCommit(t *testing.T) {
 	s := &onceStore{Store: mem}
 	tbl := openWith(t, s, indexByName("email"))
 	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["email"].State)
-	s.onApply = func(b *it.Batch) bool {
+	s.onApply = func(b *kv.Batch) bool {
 		for _, op := range b.Ops() {
-			if k, ok := it.ParseKey(op.Key); ok && op.Kind == it.OpPut && k.Space == it.SpaceRecords {
+			if k, ok := kv.ParseKey(op.Key); ok && op.Kind == kv.OpPut && k.Space == kv.SpaceRecords {
 				return true // the update's batch, which writes the record
 			}
 		}

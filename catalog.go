@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"slices"
 	"strconv"
 )
@@ -90,7 +92,7 @@ func (c catalogEntry) encode() []byte {
 	if c.def != nil {
 		def = c.def
 	}
-	b, err := EncodeTuple(catalogFormat, c.fingerprint, c.gen, int64(c.state), cursor, c.done, c.total, def)
+	b, err := kv.EncodeTuple(catalogFormat, c.fingerprint, c.gen, int64(c.state), cursor, c.done, c.total, def)
 	if err != nil {
 		panic(err) // every element has a supported type
 	}
@@ -98,7 +100,7 @@ func (c catalogEntry) encode() []byte {
 }
 
 func decodeCatalogEntry(b []byte) (catalogEntry, error) {
-	t, err := DecodeTuple(b)
+	t, err := decodeTuple(b)
 	if err != nil {
 		return catalogEntry{}, wrapErrorf(ErrCodec, err, "catalog entry")
 	}
@@ -158,7 +160,7 @@ func (ix *indexTable) definitionFingerprint(spec indexDefinition) uint64 {
 	for _, f := range ix.proj.fields {
 		parts = append(parts, f.name, f.typ.String())
 	}
-	b, err := EncodeTuple(parts...)
+	b, err := kv.EncodeTuple(parts...)
 	if err != nil {
 		panic(err)
 	}
@@ -206,14 +208,14 @@ func (t *Table[T]) loadCatalog(ctx context.Context, indexes []*indexTable) error
 // readCatalogEntries returns the table's catalog entries by index name, as
 // stored, and its schema version (nil: none stored).
 func (t *Table[T]) readCatalogEntries(ctx context.Context) (map[string][]byte, []byte, error) {
-	space := spacePrefix(t.prefix, SpaceCatalog)
+	space := spacePrefix(t.prefix, kv.SpaceCatalog)
 	stored := map[string][]byte{}
 	var version []byte
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
+	for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: space, End: tuple.End(space)}) {
 		if err != nil {
 			return nil, nil, err
 		}
-		name, _, err := DecodeElement(e.Key[len(space):])
+		name, _, err := kv.DecodeElement(e.Key[len(space):])
 		s, ok := name.(string)
 		switch {
 		case err != nil || !ok:
@@ -243,7 +245,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 		return v, err
 	}
 	empty := true
-	for _, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), Limit: 1}) {
+	for _, err := range t.store.Scan(ctx, kv.ScanRange{Start: t.factSpace, End: tuple.End(t.factSpace), Limit: 1}) {
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +263,7 @@ func (t *Table[T]) reconcileCatalog(ctx context.Context, indexes []*indexTable) 
 	case version != nil && !t.versioned:
 		fresh = IndexDeleteOnly
 	}
-	var b Batch
+	var b kv.Batch
 	for _, ix := range indexes {
 		key := catalogKey(t.prefix, ix.name)
 		next := catalogEntry{fingerprint: ix.fingerprint, gen: 1, state: fresh, def: ix.def}
@@ -331,11 +333,11 @@ func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) 
 	start = indexPrefix(t.prefix, true, name)
 	for {
 		var old []byte // the prefix of the generation of an entry found
-		for e, err := range t.store.Scan(ctx, ScanRange{Start: start, End: generationPrefix(t.prefix, true, name, gen), Limit: 1}) {
+		for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: start, End: generationPrefix(t.prefix, true, name, gen), Limit: 1}) {
 			if err != nil {
 				return err
 			}
-			g, rest, err := DecodeElement(e.Key[len(start):])
+			g, rest, err := kv.DecodeElement(e.Key[len(start):])
 			if _, ok := g.(int64); err != nil || !ok {
 				return fmt.Errorf("%w: index entry key %q", ErrCodec, e.Key)
 			}
@@ -344,7 +346,7 @@ func (t *Table[T]) dropGenerations(ctx context.Context, name string, gen int64) 
 		if old == nil {
 			return nil
 		}
-		if err := deleteRange(ctx, t.store, old, tupleEnd(old)); err != nil {
+		if err := deleteRange(ctx, t.store, old, tuple.End(old)); err != nil {
 			return err
 		}
 	}
@@ -541,7 +543,7 @@ func (t *Table[T]) switchState(ctx context.Context, name string, move func(catal
 			}
 			continue
 		}
-		var b Batch
+		var b kv.Batch
 		b.ExpectValue(key, old)
 		b.Put(key, c.encode())
 		version = t.bumpVersion(&b, version)
@@ -590,7 +592,7 @@ func (d IndexDefinition) encode() []byte {
 		}
 	}
 	t = append(t, d.Computed, int64(d.Strategy), d.Unique, d.Sparse, d.MultiValued, int64(d.Consistency), int64(d.Placement))
-	b, err := EncodeTuple(t...)
+	b, err := kv.EncodeTuple(t...)
 	if err != nil {
 		panic(err) // every element has a supported type
 	}
@@ -599,7 +601,7 @@ func (d IndexDefinition) encode() []byte {
 
 func decodeIndexDefinition(b []byte) (IndexDefinition, error) {
 	var d IndexDefinition
-	t, err := DecodeTuple(b)
+	t, err := decodeTuple(b)
 	bad := fmt.Errorf("%w: index definition %q", ErrCodec, b)
 	if err != nil {
 		return d, wrapErrorf(ErrCodec, err, "index definition %q", b)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -109,14 +111,14 @@ func TestCatalogKeepsDefinitions(t *testing.T) {
 	check()
 
 	// Rewrite the town entry as format 1 wrote it: no definition.
-	key := catalogKey(appendString(nil, "t"), "town")
+	key := catalogKey(tuple.AppendString(nil, "t"), "town")
 	v, err := s.Get(ctx, key)
 	require.NoError(t, err)
 	c, err := decodeCatalogEntry(v)
 	require.NoError(t, err)
-	old, err := EncodeTuple(int64(1), c.fingerprint, c.gen, int64(c.state), nil, c.done, c.total)
+	old, err := kv.EncodeTuple(int64(1), c.fingerprint, c.gen, int64(c.state), nil, c.done, c.total)
 	require.NoError(t, err)
-	var b Batch
+	var b kv.Batch
 	b.Put(key, old)
 	require.NoError(t, s.Apply(ctx, &b))
 	tables, err := ReadCatalog(ctx, s)

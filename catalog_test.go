@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
@@ -23,7 +24,7 @@ func indexByName(name string) it.Index[person] {
 	panic(name)
 }
 
-func openWith(t testing.TB, s it.Store, indexes ...it.Index[person]) *it.Table[person] {
+func openWith(t testing.TB, s kv.Store, indexes ...it.Index[person]) *it.Table[person] {
 	t.Helper()
 	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
 	require.NoError(t, err)
@@ -42,11 +43,11 @@ func statusOf(t testing.TB, tbl *it.Table[person]) map[string]it.IndexStatus {
 }
 
 // indexNames returns the index names that have entries in s.
-func indexNames(t testing.TB, s it.Store) map[string]int {
+func indexNames(t testing.TB, s kv.Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for k := range storeDump(t, s) {
-		if tup, err := it.DecodeTuple([]byte(k)); err == nil && tup[1] == int64(1) {
+		if tup, err := kv.DecodeTuple([]byte(k)); err == nil && tup[1] == int64(1) {
 			out[fmt.Sprintf("%v@%v", tup[2], tup[3])]++
 		}
 	}
@@ -297,7 +298,7 @@ func TestMaintainerOfAnOlderSchema(t *testing.T) {
 // operations a batch gets chunks small enough.
 func TestBuildFitsChunksToTheAtomicityScope(t *testing.T) {
 	ctx := context.Background()
-	s := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 10}}
+	s := scopedStore{it.NewMemoryStore(), kv.Atomicity{MaxOps: 10}}
 	plain := openWith(t, s)
 	for i := range 30 {
 		_, err := plain.Insert(ctx, person{ID: i, Town: towns[i%3]})
@@ -315,7 +316,7 @@ func TestBuildFitsChunksToTheAtomicityScope(t *testing.T) {
 func TestDisableAndEnableBesideWrites(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		store   it.Store
+		store   kv.Store
 		indexes []string // the first two are switched
 	}{
 		{it.NewMemoryStore(), []string{"town", "email", "town_name"}},
@@ -402,7 +403,7 @@ func TestOlderHandleOnUnboundedStores(t *testing.T) {
 	ctx := context.Background()
 	town, name := indexByName("town"), indexByName("name")
 	computed := it.Index[person]{Name: "upper", Key: func(p person) []it.Tuple { return []it.Tuple{{strings.ToUpper(p.Name)}} }}
-	open := func(s it.Store, indexes ...it.Index[person]) *it.Table[person] {
+	open := func(s kv.Store, indexes ...it.Index[person]) *it.Table[person] {
 		tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: indexes})
 		require.NoError(t, err)
 		return tbl
@@ -450,7 +451,7 @@ func TestOlderHandleOnUnboundedStores(t *testing.T) {
 		_, err = older.Insert(ctx, person{ID: 3, Town: "Oslo", Name: "C"})
 		require.NoError(t, err)
 		requireClean(t, newer)
-		require.Len(t, keysIn(t, s, it.SpaceIndex), 3, "the entries of town, none of the dropped index")
+		require.Len(t, keysIn(t, s, kv.SpaceIndex), 3, "the entries of town, none of the dropped index")
 	})
 	t.Run("an older revision reopens", func(t *testing.T) {
 		s := it.NewMemoryStore()

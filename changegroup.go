@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/kv"
 	"slices"
 )
 
@@ -14,10 +15,10 @@ type changeGroup struct {
 	all     []change // every change of the group, as read
 	factKey []byte
 	fact    []byte        // the record as read; nil: none
-	ops     []Op          // the batch that applies them: guard, then mutations
+	ops     []kv.Op       // the batch that applies them: guard, then mutations
 	guard   int           // ops[:guard] expect the record and remove the changes
 	inSteps bool          // the index mutations do not fit one batch with the rest
-	marker  Op            // when inSteps: the marker applyInSteps writes first
+	marker  kv.Op         // when inSteps: the marker applyInSteps writes first
 	planned error         // why the changes cannot be planned, if they cannot
 	done    bool          // applied
 	want    []*indexTable // the indexes the changes' entries are of
@@ -53,20 +54,20 @@ func (g *changeGroup) changesRecord() bool {
 // guard can remove in one batch; the rest wait for the next pass, which
 // is safe: each pass deletes the entries of the versions its changes name
 // and puts those of the record as it is.
-func (t *Table[T]) planGroup(view *indexView, g *changeGroup, atom Atomicity) {
+func (t *Table[T]) planGroup(view *indexView, g *changeGroup, atom kv.Atomicity) {
 	g.ops = nil
 	g.planned = t.planOps(view, g, atom)
 }
 
 // planOps is planGroup's work: it returns why the changes cannot be
 // planned, if they cannot.
-func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) error {
+func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom kv.Atomicity) error {
 	fact := g.fact
 	for {
 		if err := t.planChanges(view, g, g.factKey, fact); err != nil {
 			return err
 		}
-		g.inSteps = atom.Allows(&Batch{ops: g.ops}) != nil
+		g.inSteps = atom.Allows(kv.NewBatch(g.ops...)) != nil
 		if !g.inSteps {
 			return nil
 		}
@@ -80,8 +81,8 @@ func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) erro
 			scope = scope&^scopeIndex | scopeAll
 		}
 		key, value := t.changeRecord(g.pk, fact, fact != nil, scope)
-		g.marker = Op{Kind: OpPut, Key: key, Value: value}
-		err := atom.Allows(&Batch{ops: lastStep(g)})
+		g.marker = kv.Op{Kind: kv.OpPut, Key: key, Value: value}
+		err := atom.Allows(kv.NewBatch(lastStep(g)...))
 		if err == nil {
 			return nil
 		}
@@ -94,8 +95,8 @@ func (t *Table[T]) planOps(view *indexView, g *changeGroup, atom Atomicity) erro
 
 // lastStep returns the last batch of applyInSteps: g's guard, and the
 // removal of its marker.
-func lastStep(g *changeGroup) []Op {
-	return append(g.ops[:g.guard:g.guard], Op{Kind: OpExpectValue, Key: g.marker.Key, Value: g.marker.Value}, Op{Kind: OpDelete, Key: g.marker.Key})
+func lastStep(g *changeGroup) []kv.Op {
+	return append(g.ops[:g.guard:g.guard], kv.Op{Kind: kv.OpExpectValue, Key: g.marker.Key, Value: g.marker.Value}, kv.Op{Kind: kv.OpDelete, Key: g.marker.Key})
 }
 
 // wantedBy returns the indexes that changes leave to the maintainer.
@@ -132,14 +133,14 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 		}
 		g.want = want
 	}
-	ops := make([]Op, 0, 1+2*len(g.changes)+8)
+	ops := make([]kv.Op, 0, 1+2*len(g.changes)+8)
 	if fact == nil {
-		ops = append(ops, Op{Kind: OpExpectAbsent, Key: factKey})
+		ops = append(ops, kv.Op{Kind: kv.OpExpectAbsent, Key: factKey})
 	} else {
-		ops = append(ops, Op{Kind: OpExpectValue, Key: factKey, Value: fact})
+		ops = append(ops, kv.Op{Kind: kv.OpExpectValue, Key: factKey, Value: fact})
 	}
 	for _, c := range g.changes {
-		ops = append(ops, Op{Kind: OpExpectValue, Key: c.key, Value: c.value}, Op{Kind: OpDelete, Key: c.key})
+		ops = append(ops, kv.Op{Kind: kv.OpExpectValue, Key: c.key, Value: c.value}, kv.Op{Kind: kv.OpDelete, Key: c.key})
 	}
 	g.guard = len(ops)
 	var current []entry
@@ -155,16 +156,16 @@ func (t *Table[T]) planChanges(view *indexView, g *changeGroup, factKey, fact []
 		return err
 	}
 	for _, k := range strays {
-		ops = append(ops, Op{Kind: OpDelete, Key: k})
+		ops = append(ops, kv.Op{Kind: kv.OpDelete, Key: k})
 	}
 	gone := func(e entry) error {
 		if !containsKey(strays, e.key) {
-			ops = append(ops, Op{Kind: OpDelete, Key: e.key})
+			ops = append(ops, kv.Op{Kind: kv.OpDelete, Key: e.key})
 		}
 		return nil
 	}
 	came := func(e entry) error {
-		ops = append(ops, Op{Kind: OpPut, Key: e.key, Value: e.value})
+		ops = append(ops, kv.Op{Kind: kv.OpPut, Key: e.key, Value: e.value})
 		return nil
 	}
 	if err := diffEntries(before, current, gone, came); err != nil {
@@ -225,7 +226,7 @@ func (t *Table[T]) earlierEntries(view *indexView, g *changeGroup, want []*index
 // change records changed.
 func (t *Table[T]) applyInSteps(ctx context.Context, view *indexView, g *changeGroup, l *lease, o *MaintainerOptions) error {
 	// g.ops[0] expects the record as read.
-	err := t.store.Apply(ctx, &Batch{ops: []Op{g.ops[0], g.marker}})
+	err := t.store.Apply(ctx, kv.NewBatch(g.ops[0], g.marker))
 	if errors.Is(err, ErrConflict) {
 		return errOvertaken
 	}
@@ -235,11 +236,11 @@ func (t *Table[T]) applyInSteps(ctx context.Context, view *indexView, g *changeG
 	g.markerWritten()
 	// The pieces go only while the lease is surely held.
 	hold := func() error { return t.holdLease(ctx, l, o) }
-	if err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold); err != nil {
+	if err := applyInPieces(ctx, t.store, kv.NewBatch(g.ops[g.guard:]...), hold); err != nil {
 		return err
 	}
 	view.noteMutations(g.ops[g.guard:], g.changesRecord())
-	return t.finishSteps(ctx, g, t.store.Apply(ctx, &Batch{ops: lastStep(g)}))
+	return t.finishSteps(ctx, g, t.store.Apply(ctx, kv.NewBatch(lastStep(g)...)))
 }
 
 // markerWritten notes that g's marker is written: until its changes go, it
@@ -258,7 +259,7 @@ func (t *Table[T]) finishSteps(ctx context.Context, g *changeGroup, err error) e
 		if err := t.putHints(ctx, false, g.marker.Key); err != nil {
 			return err
 		}
-		err = t.store.Apply(ctx, &Batch{ops: g.ops[1:g.guard]})
+		err = t.store.Apply(ctx, kv.NewBatch(g.ops[1:g.guard]...))
 		if errors.Is(err, ErrConflict) {
 			err = errChangesMoved
 		}
@@ -280,8 +281,8 @@ func (t *Table[T]) finishSteps(ctx context.Context, g *changeGroup, err error) e
 // returns how many changes it applied.
 func (t *Table[T]) applyStepsTogether(ctx context.Context, view *indexView, groups []*changeGroup, l *lease, o *MaintainerOptions) (int, error) {
 	var marked []*changeGroup
-	err := t.applyByPartition(groups, func(g *changeGroup) []Op { return []Op{g.ops[0], g.marker} },
-		func(part []*changeGroup, b *Batch) error {
+	err := t.applyByPartition(groups, func(g *changeGroup) []kv.Op { return []kv.Op{g.ops[0], g.marker} },
+		func(part []*changeGroup, b *kv.Batch) error {
 			err := t.store.Apply(ctx, b)
 			if err == nil {
 				for _, g := range part {
@@ -313,7 +314,7 @@ func (t *Table[T]) applyStepsTogether(ctx context.Context, view *indexView, grou
 		}
 		return err
 	}
-	err = t.applyByPartition(marked, lastStep, func(part []*changeGroup, b *Batch) error {
+	err = t.applyByPartition(marked, lastStep, func(part []*changeGroup, b *kv.Batch) error {
 		err := t.store.Apply(ctx, b)
 		if err != nil && !errors.Is(err, ErrConflict) {
 			return err
@@ -321,7 +322,7 @@ func (t *Table[T]) applyStepsTogether(ctx context.Context, view *indexView, grou
 		for _, g := range part {
 			gerr := err
 			if gerr != nil { // each on its own
-				gerr = t.store.Apply(ctx, &Batch{ops: lastStep(g)})
+				gerr = t.store.Apply(ctx, kv.NewBatch(lastStep(g)...))
 			}
 			if err := finish(g, gerr); err != nil {
 				return err
@@ -338,9 +339,9 @@ func (t *Table[T]) applyStepsTogether(ctx context.Context, view *indexView, grou
 // returns the groups whose mutations it applied; the others are left for
 // applyGroup to try again, and to fail alone.
 func (t *Table[T]) mutateTogether(ctx context.Context, marked []*changeGroup, hold func() error) ([]*changeGroup, error) {
-	var mutations Batch
+	var mutations kv.Batch
 	for _, g := range marked {
-		mutations.ops = append(mutations.ops, g.ops[g.guard:]...)
+		mutations.Add(g.ops[g.guard:]...)
 	}
 	err := applyInPieces(ctx, t.store, &mutations, hold)
 	if !errors.Is(err, ErrInvalidBatch) {
@@ -348,7 +349,7 @@ func (t *Table[T]) mutateTogether(ctx context.Context, marked []*changeGroup, ho
 	}
 	ok := marked[:0]
 	for _, g := range marked {
-		err := applyInPieces(ctx, t.store, &Batch{ops: g.ops[g.guard:]}, hold)
+		err := applyInPieces(ctx, t.store, kv.NewBatch(g.ops[g.guard:]...), hold)
 		switch {
 		case err == nil:
 			ok = append(ok, g)
@@ -364,7 +365,7 @@ func (t *Table[T]) mutateTogether(ctx context.Context, marked []*changeGroup, ho
 
 // applyByPartition calls apply with runs of groups whose records share a
 // partition, each with the batch of their ops that the store allows.
-func (t *Table[T]) applyByPartition(groups []*changeGroup, ops func(*changeGroup) []Op, apply func([]*changeGroup, *Batch) error) error {
+func (t *Table[T]) applyByPartition(groups []*changeGroup, ops func(*changeGroup) []kv.Op, apply func([]*changeGroup, *kv.Batch) error) error {
 	atom := t.store.Atomicity()
 	byPart := map[string][]*changeGroup{}
 	var order []string
@@ -379,21 +380,20 @@ func (t *Table[T]) applyByPartition(groups []*changeGroup, ops func(*changeGroup
 		byPart[p] = append(byPart[p], g)
 	}
 	for _, p := range order {
-		var b Batch
+		b := kv.NewBatch()
 		var run []*changeGroup
 		for _, g := range byPart[p] {
-			n := len(b.ops)
-			b.ops = append(b.ops, ops(g)...)
-			if len(run) > 0 && atom.Allows(&b) != nil {
-				b.ops = b.ops[:n]
-				if err := apply(run, &b); err != nil {
+			n := b.Len()
+			b.Add(ops(g)...)
+			if len(run) > 0 && atom.Allows(b) != nil {
+				if err := apply(run, kv.NewBatch(b.Ops()[:n]...)); err != nil {
 					return err
 				}
-				b, run = Batch{ops: ops(g)}, nil
+				b, run = kv.NewBatch(ops(g)...), nil
 			}
 			run = append(run, g)
 		}
-		if err := apply(run, &b); err != nil {
+		if err := apply(run, b); err != nil {
 			return err
 		}
 	}

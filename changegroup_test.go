@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
@@ -28,7 +29,7 @@ func TestReplayedChangesAreHarmless(t *testing.T) {
 	queue := func() map[string]string {
 		out := map[string]string{}
 		for k, v := range storeDump(t, s) {
-			if tup, _ := it.DecodeTuple([]byte(k)); tup[1] == int64(3) {
+			if tup, _ := kv.DecodeTuple([]byte(k)); tup[1] == int64(3) {
 				out[k] = v
 			}
 		}
@@ -44,7 +45,7 @@ func TestReplayedChangesAreHarmless(t *testing.T) {
 	}
 	indexed := storeDump(t, s)
 	for _, changes := range replay {
-		var b it.Batch
+		var b kv.Batch
 		for k, v := range changes {
 			b.Put([]byte(k), []byte(v))
 		}
@@ -67,24 +68,24 @@ func TestReplayedChangesAreHarmless(t *testing.T) {
 // batch without an expectation (the first piece of mutations).
 type hookedStore struct {
 	*it.MemoryStore
-	scope                        it.Atomicity
+	scope                        kv.Atomicity
 	afterMarker, beforeMutations func()
 }
 
-func (s *hookedStore) Atomicity() it.Atomicity { return s.scope }
+func (s *hookedStore) Atomicity() kv.Atomicity { return s.scope }
 
-func (s *hookedStore) Apply(ctx context.Context, b *it.Batch) error {
+func (s *hookedStore) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := s.scope.Allows(b); err != nil {
 		return err
 	}
 	ops := b.Ops()
-	if f := s.beforeMutations; f != nil && !slices.ContainsFunc(ops, func(op it.Op) bool { return !op.IsWrite() }) {
+	if f := s.beforeMutations; f != nil && !slices.ContainsFunc(ops, func(op kv.Op) bool { return !op.IsWrite() }) {
 		s.beforeMutations = nil
 		f()
 	}
 	err := s.MemoryStore.Apply(ctx, b)
-	if f := s.afterMarker; f != nil && err == nil && len(ops) == 2 && !ops[0].IsWrite() && ops[1].Kind == it.OpPut {
-		if k, ok := it.ParseKey(ops[1].Key); ok && k.Space == it.SpaceQueue {
+	if f := s.afterMarker; f != nil && err == nil && len(ops) == 2 && !ops[0].IsWrite() && ops[1].Kind == kv.OpPut {
+		if k, ok := kv.ParseKey(ops[1].Key); ok && k.Space == kv.SpaceQueue {
 			s.afterMarker = nil
 			f()
 		}
@@ -97,7 +98,7 @@ func (s *hookedStore) Apply(ctx context.Context, b *it.Batch) error {
 // back to the queue, and a maintainer must apply it in steps.
 func tenTagsQueued(t *testing.T) (*hookedStore, *it.Table[person], []string) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 8}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: kv.Atomicity{MaxOps: 8}}
 	tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true})
 	_, err := tbl.Insert(ctx, person{ID: 1})
 	require.NoError(t, err)
@@ -128,7 +129,7 @@ func TestApplyInStepsRacingASynchronousWrite(t *testing.T) {
 // record whose changes cannot be applied does not hold up the others.
 func TestManyChangesOfOneRecordOnABoundedStore(t *testing.T) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 20}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: kv.Atomicity{MaxOps: 20}}
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Consistency: it.Eventual})
 	for i := range 15 {
 		_, err := tbl.Upsert(ctx, person{ID: 1, Town: fmt.Sprint("T", i)})
@@ -140,7 +141,7 @@ func TestManyChangesOfOneRecordOnABoundedStore(t *testing.T) {
 	require.Equal(t, []person{{ID: 1, Town: "T14"}, {ID: 2, Town: "T14"}}, collect(t, tbl, it.Query{Index: "town"}))
 
 	// A change record that does not decode is logged and left.
-	var b it.Batch
+	var b kv.Batch
 	b.Put(mustKey(t, "people", 3, 0, 7), []byte{0xEE})
 	require.NoError(t, s.Apply(ctx, &b))
 	_, err := tbl.Upsert(ctx, person{ID: 1, Town: "U"})
@@ -159,7 +160,7 @@ func TestApplyInStepsUnderAByteBound(t *testing.T) {
 	ctx := context.Background()
 	queued, refused := 0, 0
 	for maxBytes := 300; maxBytes <= 1500; maxBytes += 10 {
-		s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxBytes: maxBytes}}
+		s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: kv.Atomicity{MaxBytes: maxBytes}}
 		// Each tag's entry is a full copy: the synchronous batch is many
 		// copies of the record, the maintainer's few.
 		tbl := openWith(t, s, it.Index[person]{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: it.FullCopy})
@@ -189,7 +190,7 @@ func TestApplyInStepsUnderAByteBound(t *testing.T) {
 // pass while younger ones went.
 func TestOldestChangesOfARecordGoFirst(t *testing.T) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{MaxOps: 20}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: kv.Atomicity{MaxOps: 20}}
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Consistency: it.Eventual})
 	for i := range 15 {
 		_, err := tbl.Upsert(ctx, person{ID: 1, Town: fmt.Sprint("T", i)})

@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/indextable/indextable/internal/tuple"
 )
 
 // This file says what a composite key is. How one is encoded, so that its
-// bytes sort as it does, is in tuple.go: AppendTuple, DecodeTuple and
-// CompareTuples.
+// bytes sort as it does, is in package kv: kv.AppendTuple, kv.DecodeTuple
+// and kv.CompareTuples.
 
 // Tuple is a composite key, or a leading part of one: its components in
 // order, most significant first, one for each field the key is made of
@@ -21,10 +23,11 @@ import (
 //
 // A component is nil, a []byte, string, bool, integer, float or time.Time,
 // a named type of one of these but time.Time, or a pointer to one
-// (AppendElement). Tuples compare component by component, a tuple before
-// its extensions (CompareTuples), and their encodings (EncodeTuple) sort
-// alike: so the entries of an index on Town then LastName that share a
-// Town lie in one range of the store, in LastName order.
+// (kv.AppendElement). Tuples compare component by component, a tuple
+// before its extensions (kv.CompareTuples), and their encodings
+// (kv.EncodeTuple) sort alike: so the entries of an index on Town then
+// LastName that share a Town lie in one range of the store, in LastName
+// order.
 type Tuple []any
 
 // String shows t as Go would write its components, in parentheses:
@@ -71,3 +74,7 @@ func componentString(v any) string {
 	}
 	return fmt.Sprint(rv.Interface())
 }
+
+// decodeTuple decodes a whole tuple encoding, as kv.DecodeTuple does, into
+// a Tuple.
+func decodeTuple(b []byte) (Tuple, error) { return tuple.Decode(b) }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // eventualIndexes returns the indexes with every non-unique one Eventual.
@@ -31,13 +32,13 @@ func eventualIndexes(in []it.Index[person]) []it.Index[person] {
 // index table has its own, and so does the catalog.
 type partitioned struct{ *it.MemoryStore }
 
-func partitionedStore(s *it.MemoryStore) it.Store { return partitioned{s} }
+func partitionedStore(s *it.MemoryStore) kv.Store { return partitioned{s} }
 
-func (partitioned) Atomicity() it.Atomicity { return it.Atomicity{Partition: partitionOf} }
+func (partitioned) Atomicity() kv.Atomicity { return kv.Atomicity{Partition: partitionOf} }
 
 // Apply refuses what the scope does not allow, as a real bounded store
 // would.
-func (s partitioned) Apply(ctx context.Context, b *it.Batch) error {
+func (s partitioned) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := s.Atomicity().Allows(b); err != nil {
 		return err
 	}
@@ -45,24 +46,24 @@ func (s partitioned) Apply(ctx context.Context, b *it.Batch) error {
 }
 
 func partitionOf(key []byte) []byte {
-	k, ok := it.ParseKey(key)
+	k, ok := kv.ParseKey(key)
 	if !ok {
 		return key
 	}
 	in := func(kind string, elem []byte) []byte {
-		p, err := it.AppendTuple(bytes.Clone(k.Table), kind)
+		p, err := kv.AppendTuple(bytes.Clone(k.Table), kind)
 		if err != nil {
 			panic(err)
 		}
 		return append(p, elem...)
 	}
 	switch k.Space {
-	case it.SpaceRecords, it.SpaceQueue, it.SpaceIntra: // a record, its changes, its intra-partition entries
+	case kv.SpaceRecords, kv.SpaceQueue, kv.SpaceIntra: // a record, its changes, its intra-partition entries
 		if k.Lead == nil {
 			return key
 		}
 		return in("record", k.Lead)
-	case it.SpaceIndex: // an index table
+	case kv.SpaceIndex: // an index table
 		if k.Index == nil {
 			return key
 		}
@@ -143,7 +144,7 @@ func checkNoStaleResults(t testing.TB, r *rand.Rand, tbl *it.Table[person], mode
 		require.True(t, ok, "%s %v returned record %d, which is gone", name, eq, got.ID)
 		matches := false
 		for _, k := range modelKeys(name, want) {
-			matches = matches || it.CompareTuples(k[:min(len(k), len(eq))], eq) == 0 && len(k) >= len(eq)
+			matches = matches || kv.CompareTuples(k[:min(len(k), len(eq))], eq) == 0 && len(k) >= len(eq)
 		}
 		require.True(t, matches, "%s %v returned record %+v, which no longer matches", name, eq, got)
 		whole := normalize([]person{want})

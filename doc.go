@@ -1,10 +1,43 @@
 // Package indextable keeps secondary indexes, as index tables, over
 // key/value stores that only know primary keys: the Index Table pattern.
-//
 // A store organizes a table (the fact table) by its primary key, say
-// customers by ID. To find customers by town without scanning them all,
-// an index table organizes the same data by Town. Each Index chooses what
-// its entries hold (a Strategy):
+// customers by ID; to find customers by town without scanning them all,
+// an index table organizes the same data by Town.
+//
+// # Tables
+//
+// A Schema declares a table of records of a struct type T: its Name, the
+// fields of its PrimaryKey, and its Indexes, each an Index that names the
+// fields of its key. Open returns the Table of that schema in a store
+// (see Stores), after comparing the schema with the one the store holds:
+//
+//	customers, err := indextable.Open(ctx, indextable.NewMemoryStore(), indextable.Schema[Customer]{
+//		Name:       "customers",
+//		PrimaryKey: []string{"ID"},
+//		Indexes: []indextable.Index[Customer]{
+//			{Name: "town_lastname", Fields: []string{"Town", "LastName"}},
+//		},
+//	})
+//
+// A Table writes records (Insert, Upsert, Update, Delete; IfVersion makes
+// an update or a delete conditional on the Version a read returned) and
+// reads them: Get by primary key, and Find, FindPage, Count and Exists
+// with a Query, which names an index, fixes the leading components of its
+// key with a Tuple (Eq) and bounds the next one (Lower, Upper):
+//
+//	q := indextable.Query{Index: "town_lastname", Eq: indextable.Tuple{"Redmond"}}
+//	for c, err := range customers.Find(ctx, q) { // Redmond, in LastName order
+//		...
+//	}
+//
+// Keys may be composite (Town, then LastName), ordered by an
+// order-preserving tuple encoding, so "everyone in Redmond" is one
+// contiguous range of the index, in LastName order. An index may be
+// unique, sparse or multi-valued, or compute its keys (Index.Key).
+//
+// # Strategies
+//
+// Each Index chooses what its entries hold (a Strategy):
 //
 //   - KeysOnly (normalized): the primary key only; a read looks up the index,
 //     then the fact table.
@@ -13,25 +46,12 @@
 //   - Partial: the primary key and a Projection of fields, so the common
 //     queries are answered from the index alone.
 //
-// Keys may be composite (Town, then LastName), ordered by an order-preserving
-// tuple encoding, so "everyone in Redmond" is one contiguous range of the
-// index, in LastName order. An index may be unique, sparse or multi-valued.
-//
-// The few types: a Store is the key/value store underneath (MemoryStore, an
-// in-memory B-tree, is the default; any ordered store implements Store, and
-// package storetest checks an implementation); Open returns a Table of
-// records of a struct type T over a Store, declared by a Schema of Index
-// values; a Table writes records (Insert, Upsert, Update, Delete), reads
-// them (Get, Find with a Query) and runs the lifecycle of its indexes
-// (Build, Verify, Repair, DisableIndex, EnableIndex, RunMaintainer). A
-// ShardedStore spreads a table over several stores.
-//
 // # Consistency
 //
 // A Synchronous index (the default) changes in the write's own batch: the
 // fact record, each index entry that changes, and the expectations that
 // guard them (the record is still as read; a unique key is still free) go
-// to the store as one Batch, applied all or nothing. A reader never sees an
+// to the store as one batch (a kv.Batch), applied all or nothing. A reader never sees an
 // entry without its record, nor a record without its entries.
 //
 // An Eventual index changes later. The write commits the fact record
@@ -57,7 +77,7 @@
 // # The fallback rule
 //
 // When a write's batch, with its synchronous entries, does not fit the
-// store's atomicity scope (Store.Atomicity; for instance a store whose
+// store's atomicity scope (kv.Store.Atomicity; for instance a store whose
 // transactions stay within one partition), the write commits instead the
 // fact record with the entries of IntraPartition indexes and a change
 // record, the other indexes following it eventually; else the record with
@@ -67,27 +87,6 @@
 // batch cannot fall back (its uniqueness would go unchecked): such writes
 // fail with ErrInvalidBatch and write nothing. On such a store, reads of
 // any index check for staleness as reads of an Eventual index do.
-//
-// # Limits of a store
-//
-// A store may bound its keys and values (Atomicity.MaxKeyBytes and
-// MaxValueBytes) and its batches (MaxOps, MaxBytes). What a write puts now
-// the store refuses whole, but a maintainer applies a write's queued
-// changes later, and a later write must be able to delete the record: a
-// key, record or entry those would need and the store cannot hold makes a
-// write that can never be finished. So before it writes a record, a table
-// checks, on a store with any bound:
-//
-//   - every key the record has in the store: its own, its change records'
-//     (the record's key, a byte and a 9-byte change ID), and its entries in
-//     every maintained index, queued ones included; a key too long is
-//     ErrInvalidKey, naming the field and the most bytes it may take;
-//   - every entry's value, against MaxValueBytes;
-//   - the record itself: a change record and a maintainer's marker hold a
-//     copy of it, and a maintainer's last batch three (ErrInvalidBatch);
-//   - that a delete of the record can free its unique keys in one batch.
-//
-// Build checks the entries it writes the same way.
 //
 // # The catalog and an index's lifecycle
 //
@@ -145,23 +144,6 @@
 // found, in every index the maintainers keep), removes those changes,
 // conditional on them and on the record as checked.
 //
-// # Tools and record types
-//
-// A table keeps its record type in the store with its catalog, so that a
-// tool without the program's types (cmd/indextable, VerifyTable,
-// RepairTable, StatsOf) can decode its records and compute their index
-// entries: a descriptor of the record type that turns back into an
-// equivalent type, with the same kinds, exported fields, tags and
-// embedding, which the codec reads as the program's type. Methods are not
-// kept, so for the JSON codec a type that no descriptor can stand for (one
-// with its own JSON or text encoding, or an unexported embedded struct,
-// whose fields JSON promotes) has no record type; the binary codec goes by
-// kinds and field names alone. TableInfo.RecordType holds the descriptor:
-//
-//	type   = kind | "time" | "any" | "*" type | "[]" type | "[" n "]" type |
-//	         "map[" type "]" type | "struct{" { field ";" } "}"
-//	field  = ["embed "] name " " type " " quoted-tag
-//
 // # What an index costs
 //
 // An index is worth what it saves the queries that read it, against what it
@@ -175,16 +157,77 @@
 // (unless queries ask for the rare ones). cmd/indextable shows the same for
 // a store, and verifies and repairs it, without the program's types.
 //
-// # Stored keys
+// # Stores
 //
-// Every key a table writes is a tuple that starts with the table's name and
-// a KeySpace; the KeySpace documentation lists them all, and
-// ParseKey reads a key back, for stores that place keys by partition or
-// shard.
+// A table lies over a store as database/sql over its driver: a program
+// picks a store and passes it to Open, and a store implements only the
+// narrow interface of package kv.
+//
+//   - MemoryStore (NewMemoryStore), the default: an in-memory B-tree, for
+//     tests and data that need not outlive the process.
+//   - ShardedStore (OpenShardedStore) spreads tables over several stores
+//     of any backends: a record on the shard its first primary key
+//     component hashes to (ShardFor), each index by its own rule
+//     (IndexSharding).
+//   - Modules of their own hold the stores of other backends: pebblestore
+//     (Pebble, on disk) and azstore (Azure Table storage).
+//
+// Package kv is for store authors: the Store interface, the Batch a table
+// applies, the Atomicity a store declares, the errors it returns (which
+// this package declares too, as the same values: ErrNotFound, ErrConflict
+// and the others) and the layout and encoding of the keys it is given.
+// Package storetest checks a store against that contract, and runs tables
+// over it.
+//
+// # Limits of a store
+//
+// A store may bound its keys and values (kv.Atomicity.MaxKeyBytes and
+// MaxValueBytes) and its batches (MaxOps, MaxBytes). What a write puts now
+// the store refuses whole, but a maintainer applies a write's queued
+// changes later, and a later write must be able to delete the record: a
+// key, record or entry those would need and the store cannot hold makes a
+// write that can never be finished. So before it writes a record, a table
+// checks, on a store with any bound:
+//
+//   - every key the record has in the store: its own, its change records'
+//     (the record's key, a byte and a 9-byte change ID), and its entries in
+//     every maintained index, queued ones included; a key too long is
+//     ErrInvalidKey, naming the field and the most bytes it may take;
+//   - every entry's value, against MaxValueBytes;
+//   - the record itself: a change record and a maintainer's marker hold a
+//     copy of it, and a maintainer's last batch three (ErrInvalidBatch);
+//   - that a delete of the record can free its unique keys in one batch.
+//
+// Build checks the entries it writes the same way.
+//
+// # Tool functions
+//
+// A tool reads tables it has no types for, such as cmd/indextable, which
+// shows, verifies and repairs a store's tables. These functions take a
+// store and what its catalog records, never a Table: ReadCatalog lists a
+// store's tables (TableInfo, IndexInfo); StatsOf and UsageOf measure one
+// (TableStats, TableUsage), and Findings judges them, as Table.Stats,
+// Table.Usage and Table.Advise do; VerifyTable and RepairTable are
+// Table.Verify and Table.Repair; IsShard tells one shard of a
+// ShardedStore from a whole store. A program with its types uses the
+// Table methods instead.
+//
+// A table keeps its record type in the store with its catalog, so that
+// these functions can decode its records and compute their index entries: a descriptor of the record type that turns back into an
+// equivalent type, with the same kinds, exported fields, tags and
+// embedding, which the codec reads as the program's type. Methods are not
+// kept, so for the JSON codec a type that no descriptor can stand for (one
+// with its own JSON or text encoding, or an unexported embedded struct,
+// whose fields JSON promotes) has no record type; the binary codec goes by
+// kinds and field names alone. TableInfo.RecordType holds the descriptor:
+//
+//	type   = kind | "time" | "any" | "*" type | "[]" type | "[" n "]" type |
+//	         "map[" type "]" type | "struct{" { field ";" } "}"
+//	field  = ["embed "] name " " type " " quoted-tag
 //
 // # Reading the source
 //
-// One insert, from Insert to Store.Apply: write.go encodes the record
+// One insert, from Insert to kv.Store.Apply: write.go encodes the record
 // (writeRecord), computes its entries (entries.go), checks the store's
 // limits (limits.go), then each attempt reads the current record, checks
 // it, plans the batch (the entry diff, unique guards, and the fallback
@@ -192,8 +235,9 @@
 // queue are in queue.go; on partitioned stores, the queue's hints, and why
 // they are enough to find every pending change, in hints.go; maintainer.go
 // applies the queue, a record's changes at a time (changegroup.go), under
-// leases (lease.go). keys.go
-// builds the stored keys; catalog.go, schema.go, build.go and verify.go run
-// an index's lifecycle; query.go reads; tuple encoding is in tuple.go, the codecs in
-// codec.go and codec_binary.go.
+// leases (lease.go). keylayout.go builds the stored keys; catalog.go,
+// schema.go, build.go and verify.go run an index's lifecycle; query.go
+// reads; the codecs are in codec.go and codec_binary.go. Package kv holds
+// the store contract (store.go, batch.go), the key layout (keys.go) and
+// the tuple encoding's exports (tuple.go), which internal/tuple implements.
 package indextable

@@ -4,6 +4,33 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/indextable/indextable/kv"
+)
+
+// Errors of stores and of the key encoding, which package kv declares for
+// store authors: these are the same values, so errors.Is matches either
+// name.
+var (
+	// ErrNotFound reports that a key, or a record, does not exist.
+	ErrNotFound = kv.ErrNotFound
+	// ErrClosed reports a call on a closed Store or table.
+	ErrClosed = kv.ErrClosed
+	// ErrConflict reports a failed expectation: a value changed since it was
+	// read, so the write was not applied (a write with IfVersion, say).
+	ErrConflict = kv.ErrConflict
+	// ErrInvalidBatch reports a batch that the store cannot apply atomically
+	// or that touches one key twice: a write too big for its store.
+	ErrInvalidBatch = kv.ErrInvalidBatch
+	// ErrReadOnly reports a write to a store opened for reading only (for
+	// tools); like ErrClosed, no retry helps.
+	ErrReadOnly = kv.ErrReadOnly
+	// ErrUnsupportedType reports a key component of a type that has no
+	// encoding.
+	ErrUnsupportedType = kv.ErrUnsupportedType
+	// ErrMalformedKey reports bytes that are not a canonical tuple
+	// encoding, such as a corrupt stored key.
+	ErrMalformedKey = kv.ErrMalformedKey
 )
 
 // errPrefix starts the message of each of the package's sentinel errors.

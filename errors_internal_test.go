@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -15,7 +16,7 @@ import (
 // what and where, then the inner message without its own prefix, or
 // without its sentinel when that is the same one.
 func TestWrapErrorf(t *testing.T) {
-	_, malformed := DecodeTuple([]byte{0xff})
+	_, malformed := kv.DecodeTuple([]byte{0xff})
 	pathErr := &fs.PathError{Op: "open", Path: "x", Err: fs.ErrNotExist}
 	for _, tc := range []struct {
 		name     string

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // errRec is the record of the tables whose errors the tests below check.
@@ -73,7 +74,7 @@ func checkErrors(t *testing.T, cases []errorCase) {
 }
 
 // openErrTable opens the table "errs" of errRec over s, with codec c.
-func openErrTable(t *testing.T, s it.Store, c it.Codec) *it.Table[errRec] {
+func openErrTable(t *testing.T, s kv.Store, c it.Codec) *it.Table[errRec] {
 	t.Helper()
 	tbl, err := it.Open(context.Background(), s, it.Schema[errRec]{SchemaLease: testLease, Name: "errs", PrimaryKey: []string{"ID"}, Codec: c, Indexes: []it.Index[errRec]{
 		{Name: "age", Fields: []string{"Age"}},
@@ -90,7 +91,7 @@ func openErrTable(t *testing.T, s it.Store, c it.Codec) *it.Table[errRec] {
 }
 
 // errTable opens the table "errs" on a new store holding record 1.
-func errTable(t *testing.T, c it.Codec) (*it.Table[errRec], it.Store) {
+func errTable(t *testing.T, c it.Codec) (*it.Table[errRec], kv.Store) {
 	t.Helper()
 	s := it.NewMemoryStore()
 	tbl := openErrTable(t, s, c)
@@ -100,9 +101,9 @@ func errTable(t *testing.T, c it.Codec) (*it.Table[errRec], it.Store) {
 }
 
 // putRaw writes value under key, past the table.
-func putRaw(t *testing.T, s it.Store, key, value []byte) {
+func putRaw(t *testing.T, s kv.Store, key, value []byte) {
 	t.Helper()
-	var b it.Batch
+	var b kv.Batch
 	b.Put(key, value)
 	require.NoError(t, s.Apply(context.Background(), &b))
 }
@@ -219,7 +220,7 @@ func TestErrorsOfCodecsAndStoredRecords(t *testing.T) {
 			key := mustKey(t, "errs", 2, "age")
 			v, err := s.Get(ctx, key)
 			require.NoError(t, err)
-			entry, err := it.DecodeTuple(v)
+			entry, err := kv.DecodeTuple(v)
 			require.NoError(t, err)
 			entry[len(entry)-1] = malformed
 			putRaw(t, s, key, mustKey(t, entry...))
@@ -227,4 +228,26 @@ func TestErrorsOfCodecsAndStoredRecords(t *testing.T) {
 			return err
 		}, []error{it.ErrCodec, it.ErrMalformedKey}, `indextable: codec: index definition "\xff\xff": malformed key at offset 0`},
 	})
+}
+
+// TestErrorsOfKV: the errors package kv declares for stores and the key
+// encoding are this package's, so that errors.Is(err, it.ErrNotFound)
+// matches what any store returns.
+func TestErrorsOfKV(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		core, kv error
+	}{
+		{"ErrNotFound", it.ErrNotFound, kv.ErrNotFound},
+		{"ErrClosed", it.ErrClosed, kv.ErrClosed},
+		{"ErrConflict", it.ErrConflict, kv.ErrConflict},
+		{"ErrInvalidBatch", it.ErrInvalidBatch, kv.ErrInvalidBatch},
+		{"ErrReadOnly", it.ErrReadOnly, kv.ErrReadOnly},
+		{"ErrUnsupportedType", it.ErrUnsupportedType, kv.ErrUnsupportedType},
+		{"ErrMalformedKey", it.ErrMalformedKey, kv.ErrMalformedKey},
+	} {
+		require.Same(t, tc.kv, tc.core, tc.name)
+	}
+	_, err := it.NewMemoryStore().Get(context.Background(), []byte("absent"))
+	require.ErrorIs(t, err, it.ErrNotFound)
 }

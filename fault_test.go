@@ -12,6 +12,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
@@ -97,19 +98,19 @@ func faultRun(t *testing.T, tbl *it.Table[person], steps []faultStep) (acked map
 func TestFaultPoints(t *testing.T) {
 	modes := []struct {
 		name    string
-		store   func() it.Store
+		store   func() kv.Store
 		indexes []it.Index[person]
 	}{
-		{"synchronous", func() it.Store { return it.NewMemoryStore() }, personIndexes()},
-		{"eventual", func() it.Store { return it.NewMemoryStore() }, eventualIndexes(personIndexes())},
-		{"fallback", func() it.Store { return partitionedStore(it.NewMemoryStore()) }, withoutUnique(personIndexes())},
+		{"synchronous", func() kv.Store { return it.NewMemoryStore() }, personIndexes()},
+		{"eventual", func() kv.Store { return it.NewMemoryStore() }, eventualIndexes(personIndexes())},
+		{"fallback", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }, withoutUnique(personIndexes())},
 	}
 	steps := faultScript()
 	ops := []faultstore.Op{faultstore.Get, faultstore.GetMany, faultstore.Scan, faultstore.Apply}
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx := context.Background()
-			open := func(s it.Store) *it.Table[person] {
+			open := func(s kv.Store) *it.Table[person] {
 				tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: mode.indexes})
 				require.NoError(t, err)
 				return tbl
@@ -155,7 +156,7 @@ func TestFaultPoints(t *testing.T) {
 						expireLeases(t, inner)
 						tbl = open(inner)
 						storetest.Drain(t, tbl)
-						require.Empty(t, keysIn(t, inner, it.SpaceQueue), "%s: the whole queue drains, not only what Lag sees", name)
+						require.Empty(t, keysIn(t, inner, kv.SpaceQueue), "%s: the whole queue drains, not only what Lag sees", name)
 						rep, err := tbl.Verify(ctx, it.VerifyOptions{})
 						require.NoError(t, err, name)
 						require.Zero(t, rep.Total(), "%s: %v", name, rep.Samples)
@@ -200,12 +201,12 @@ func withoutUnique(in []it.Index[person]) []it.Index[person] {
 }
 
 // expireLeases deletes the maintainers' leases from s, as time would.
-func expireLeases(t testing.TB, s it.Store) {
+func expireLeases(t testing.TB, s kv.Store) {
 	t.Helper()
-	var b it.Batch
-	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
+	var b kv.Batch
+	for e, err := range s.Scan(context.Background(), kv.ScanRange{}) {
 		require.NoError(t, err)
-		if k, ok := it.ParseKey(e.Key); ok && k.Space == it.SpaceLeases {
+		if k, ok := kv.ParseKey(e.Key); ok && k.Space == kv.SpaceLeases {
 			b.Delete(e.Key)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"iter"
 	"slices"
 	"time"
@@ -79,7 +81,7 @@ type hint struct {
 // that names no record, which no table writes. A value that does not
 // decode reads as a hint of unknown age, which a maintainer looks at but
 // never removes as one without a change.
-func (t *Table[T]) decodeHint(e Entry) (hint, bool) {
+func (t *Table[T]) decodeHint(e kv.Entry) (hint, bool) {
 	pk, err := t.recordOf(e.Key, t.hintSpace)
 	if err != nil {
 		return hint{}, false
@@ -104,14 +106,14 @@ func (t *Table[T]) hintOf(changeKey []byte) []byte {
 // applyHinted applies b, a batch that may queue new change records, after
 // the hints of those it puts. When the store refuses b, which then wrote
 // nothing, it removes those hints again, as far as it can.
-func (t *Table[T]) applyHinted(ctx context.Context, b *Batch) error {
+func (t *Table[T]) applyHinted(ctx context.Context, b *kv.Batch) error {
 	if !t.hinted() {
 		return t.store.Apply(ctx, b)
 	}
-	var hints Batch
+	var hints kv.Batch
 	now := time.Now()
-	for _, op := range b.ops {
-		if op.Kind == OpPut && bytes.HasPrefix(op.Key, t.queueSpace) {
+	for _, op := range b.Ops() {
+		if op.Kind == kv.OpPut && bytes.HasPrefix(op.Key, t.queueSpace) {
 			hints.Put(t.hintOf(op.Key), encodeHint(now, setAside(op.Value)))
 		}
 	}
@@ -127,14 +129,14 @@ func (t *Table[T]) applyHinted(ctx context.Context, b *Batch) error {
 		// write them anew (best effort), so that its removal, conditional
 		// on the hint it read, fails.
 		now = time.Now()
-		for i, op := range hints.ops {
-			hints.ops[i].Value = encodeHint(now, op.Value[1]&1 != 0)
+		for i, op := range hints.Ops() {
+			hints.Ops()[i].Value = encodeHint(now, op.Value[1]&1 != 0)
 		}
 		_ = applyInPieces(ctx, t.store, &hints, nil)
 	}
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch) {
-		for i := range hints.ops {
-			hints.ops[i] = Op{Kind: OpDelete, Key: hints.ops[i].Key}
+		for i, op := range hints.Ops() {
+			hints.Ops()[i] = kv.Op{Kind: kv.OpDelete, Key: op.Key}
 		}
 		_ = applyInPieces(ctx, t.store, &hints, nil) // else the maintainers will
 	}
@@ -146,7 +148,7 @@ func (t *Table[T]) putHints(ctx context.Context, aside bool, keys ...[]byte) err
 	if !t.hinted() || len(keys) == 0 {
 		return nil
 	}
-	var b Batch
+	var b kv.Batch
 	now := time.Now()
 	for _, k := range keys {
 		b.Put(t.hintOf(k), encodeHint(now, aside))
@@ -159,7 +161,7 @@ func (t *Table[T]) dropHints(ctx context.Context, keys [][]byte) error {
 	if !t.hinted() || len(keys) == 0 {
 		return nil
 	}
-	var b Batch
+	var b kv.Batch
 	for _, k := range keys {
 		b.Delete(t.hintOf(k))
 	}
@@ -170,7 +172,7 @@ func (t *Table[T]) dropHints(ctx context.Context, keys [][]byte) error {
 // a writer that committed late writes its hint anew, which keeps it. A
 // hint that changed meanwhile is left.
 func (t *Table[T]) dropOrphans(ctx context.Context, hs []hint) error {
-	var b Batch
+	var b kv.Batch
 	for _, h := range hs {
 		k := t.hintOf(h.change)
 		b.ExpectValue(k, h.value)
@@ -185,7 +187,7 @@ func (t *Table[T]) dropOrphans(ctx context.Context, hs []hint) error {
 		}
 	}
 	for i := 0; i < b.Len(); i += 2 {
-		err := t.store.Apply(ctx, &Batch{ops: b.ops[i : i+2]})
+		err := t.store.Apply(ctx, kv.NewBatch(b.Ops()[i:i+2]...))
 		if err != nil && !errors.Is(err, ErrConflict) {
 			return err
 		}
@@ -198,10 +200,10 @@ func (t *Table[T]) dropOrphans(ctx context.Context, hs []hint) error {
 // no limit).
 func (t *Table[T]) hints(ctx context.Context, within []byte, limit int) iter.Seq2[hint, error] {
 	return func(yield func(hint, error) bool) {
-		r := ScanRange{Start: t.hintSpace, End: tupleEnd(t.hintSpace), Limit: limit}
+		r := kv.ScanRange{Start: t.hintSpace, End: tuple.End(t.hintSpace), Limit: limit}
 		if within != nil {
 			r.Start = append(bytes.Clone(t.hintSpace), within...)
-			r.End = tupleEnd(r.Start)
+			r.End = tuple.End(r.Start)
 		}
 		for e, err := range t.store.Scan(ctx, r) {
 			if err != nil {
@@ -232,7 +234,7 @@ func (t *Table[T]) hintsToApply(ctx context.Context, o *MaintainerOptions) ([]hi
 
 // hintedChanges returns the change records that the table's hints name
 // and that exist, in key order, reading them waitChunk at a time.
-func (t *Table[T]) hintedChanges(ctx context.Context) ([]Entry, error) {
+func (t *Table[T]) hintedChanges(ctx context.Context) ([]kv.Entry, error) {
 	var keys [][]byte
 	for h, err := range t.hints(ctx, nil, 0) {
 		if err != nil {
@@ -240,7 +242,7 @@ func (t *Table[T]) hintedChanges(ctx context.Context) ([]Entry, error) {
 		}
 		keys = append(keys, h.change)
 	}
-	var queued []Entry
+	var queued []kv.Entry
 	var values [][]byte
 	for chunk := range slices.Chunk(keys, waitChunk) {
 		var err error
@@ -249,7 +251,7 @@ func (t *Table[T]) hintedChanges(ctx context.Context) ([]Entry, error) {
 		}
 		for i, v := range values {
 			if v != nil {
-				queued = append(queued, Entry{Key: chunk[i], Value: bytes.Clone(v)})
+				queued = append(queued, kv.Entry{Key: chunk[i], Value: bytes.Clone(v)})
 			}
 		}
 	}
@@ -260,8 +262,8 @@ func (t *Table[T]) hintedChanges(ctx context.Context) ([]Entry, error) {
 // order: one scan of the queue for each run of them whose changes lie in
 // one partition, from the first record's changes to the last's. Changes
 // of records between them come too; they are queued changes all the same.
-func (t *Table[T]) hintedQueue(ctx context.Context, hs []hint) iter.Seq2[Entry, error] {
-	return func(yield func(Entry, error) bool) {
+func (t *Table[T]) hintedQueue(ctx context.Context, hs []hint) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		part := t.store.Atomicity().Partition
 		for i := 0; i < len(hs); {
 			first := append(bytes.Clone(t.queueSpace), hs[i].pk...)
@@ -272,7 +274,7 @@ func (t *Table[T]) hintedQueue(ctx context.Context, hs []hint) iter.Seq2[Entry, 
 				j++
 			}
 			last := append(bytes.Clone(t.queueSpace), hs[j-1].pk...)
-			for e, err := range t.store.Scan(ctx, ScanRange{Start: first, End: tupleEnd(last)}) {
+			for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: first, End: tuple.End(last)}) {
 				if !yield(e, err) || err != nil {
 					return
 				}
@@ -308,8 +310,8 @@ func (t *Table[T]) sweepHints(ctx context.Context) error {
 		}
 		held[string(h.change)] = h
 	}
-	var fix Batch
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+	var fix kv.Batch
+	for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
 			return err
 		}

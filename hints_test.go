@@ -12,12 +12,13 @@ import (
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
 // hintTable opens a table of people on s, whose town index lies in the
 // towns' partitions, so that every write queues a change.
-func hintTable(t *testing.T, s it.Store) *it.Table[person] {
+func hintTable(t *testing.T, s kv.Store) *it.Table[person] {
 	t.Helper()
 	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"},
 		Indexes: []it.Index[person]{{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy}}})
@@ -26,12 +27,12 @@ func hintTable(t *testing.T, s it.Store) *it.Table[person] {
 }
 
 // keysIn returns the keys of s in key space space.
-func keysIn(t *testing.T, s it.Store, space it.KeySpace) [][]byte {
+func keysIn(t *testing.T, s kv.Store, space kv.KeySpace) [][]byte {
 	t.Helper()
 	var keys [][]byte
-	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
+	for e, err := range s.Scan(context.Background(), kv.ScanRange{}) {
 		require.NoError(t, err)
-		if k, ok := it.ParseKey(e.Key); ok && k.Space == space {
+		if k, ok := kv.ParseKey(e.Key); ok && k.Space == space {
 			keys = append(keys, e.Key)
 		}
 	}
@@ -60,16 +61,16 @@ func TestHintComesFirst(t *testing.T) {
 	fs.FailAt(faultstore.Apply, 1) // the hint
 	_, err := tbl.Insert(ctx, p)
 	require.ErrorIs(t, err, faultstore.ErrInjected)
-	require.Empty(t, keysIn(t, mem, it.SpaceHints))
-	require.Empty(t, keysIn(t, mem, it.SpaceQueue))
-	require.Empty(t, keysIn(t, mem, it.SpaceRecords))
+	require.Empty(t, keysIn(t, mem, kv.SpaceHints))
+	require.Empty(t, keysIn(t, mem, kv.SpaceQueue))
+	require.Empty(t, keysIn(t, mem, kv.SpaceRecords))
 
 	fs.CrashAt(faultstore.Apply, 2, false) // the batch, after its hint
 	_, err = tbl.Insert(ctx, p)
 	require.ErrorIs(t, err, faultstore.ErrCrashed)
-	hints := keysIn(t, mem, it.SpaceHints)
+	hints := keysIn(t, mem, kv.SpaceHints)
 	require.Len(t, hints, 1, "the hint of a change never committed")
-	require.Empty(t, keysIn(t, mem, it.SpaceQueue))
+	require.Empty(t, keysIn(t, mem, kv.SpaceQueue))
 
 	after := hintTable(t, inner) // the process restarted
 	lag, err := after.Lag(ctx)
@@ -82,24 +83,24 @@ func TestHintComesFirst(t *testing.T) {
 	n, err := after.ApplyPending(ctx, it.MaintainerOptions{})
 	require.NoError(t, err)
 	require.Zero(t, n)
-	require.Len(t, keysIn(t, mem, it.SpaceHints), 1, "a young hint: its writer may still commit")
+	require.Len(t, keysIn(t, mem, kv.SpaceHints), 1, "a young hint: its writer may still commit")
 
-	var b it.Batch
+	var b kv.Batch
 	b.Put(hints[0], aged(time.Now().Add(-2*time.Minute)))
 	require.NoError(t, mem.Apply(ctx, &b))
 	_, err = after.ApplyPending(ctx, it.MaintainerOptions{})
 	require.NoError(t, err)
-	require.Empty(t, keysIn(t, mem, it.SpaceHints), "an old hint without a change")
+	require.Empty(t, keysIn(t, mem, kv.SpaceHints), "an old hint without a change")
 
 	// The same write goes through, and its hint goes with its change.
 	_, err = after.Insert(ctx, p)
 	require.NoError(t, err)
-	require.Len(t, keysIn(t, mem, it.SpaceHints), 1)
-	require.Len(t, keysIn(t, mem, it.SpaceQueue), 1)
+	require.Len(t, keysIn(t, mem, kv.SpaceHints), 1)
+	require.Len(t, keysIn(t, mem, kv.SpaceQueue), 1)
 	n, err = after.ApplyPending(ctx, it.MaintainerOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Empty(t, keysIn(t, mem, it.SpaceHints))
+	require.Empty(t, keysIn(t, mem, kv.SpaceHints))
 	require.Equal(t, []person{p}, collect(t, after, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}}))
 }
 
@@ -115,12 +116,12 @@ func TestSweepHintsChangesWithoutHint(t *testing.T) {
 			_, err := tbl.Insert(ctx, person{ID: id, Town: town})
 			require.NoError(t, err)
 		}
-		var b it.Batch
-		for _, k := range keysIn(t, mem, it.SpaceHints) {
+		var b kv.Batch
+		for _, k := range keysIn(t, mem, kv.SpaceHints) {
 			b.Delete(k)
 		}
 		require.NoError(t, mem.Apply(ctx, &b))
-		require.Len(t, keysIn(t, mem, it.SpaceQueue), 2)
+		require.Len(t, keysIn(t, mem, kv.SpaceQueue), 2)
 
 		upgraded := hintTable(t, partitionedStore(mem)) // a new process: its first pass sweeps
 		lag, err := upgraded.Lag(ctx)
@@ -130,13 +131,13 @@ func TestSweepHintsChangesWithoutHint(t *testing.T) {
 			rep, err := upgraded.Repair(ctx, it.VerifyOptions{})
 			require.NoError(t, err)
 			require.Equal(t, 2, rep.Pending)
-			require.Len(t, keysIn(t, mem, it.SpaceHints), 2)
+			require.Len(t, keysIn(t, mem, kv.SpaceHints), 2)
 		}
 		applied, err := upgraded.ApplyPending(ctx, it.MaintainerOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 2, applied)
-		require.Empty(t, keysIn(t, mem, it.SpaceQueue))
-		require.Empty(t, keysIn(t, mem, it.SpaceHints))
+		require.Empty(t, keysIn(t, mem, kv.SpaceQueue))
+		require.Empty(t, keysIn(t, mem, kv.SpaceHints))
 		require.Len(t, collect(t, upgraded, it.Query{Index: "town", Eq: it.Tuple{"Oslo"}}), 1)
 	}
 }
@@ -144,12 +145,12 @@ func TestSweepHintsChangesWithoutHint(t *testing.T) {
 // queueScans counts the scans of a whole queue: on a partitioned store,
 // reads of every partition.
 type queueScans struct {
-	it.Store
+	kv.Store
 	wide atomic.Int64
 }
 
-func (s *queueScans) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
-	if k, ok := it.ParseKey(r.Start); ok && k.Space == it.SpaceQueue && k.Lead == nil {
+func (s *queueScans) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	if k, ok := kv.ParseKey(r.Start); ok && k.Space == kv.SpaceQueue && k.Lead == nil {
 		s.wide.Add(1)
 	}
 	return s.Store.Scan(ctx, r)
@@ -199,11 +200,11 @@ func TestHintsKeepLooksSmall(t *testing.T) {
 
 // hintKeyOf returns the key of the hint of change record key.
 func hintKeyOf(t *testing.T, key []byte) []byte {
-	k, ok := it.ParseKey(key)
+	k, ok := kv.ParseKey(key)
 	require.True(t, ok)
-	q, err := it.EncodeTuple(int64(it.SpaceQueue))
+	q, err := kv.EncodeTuple(int64(kv.SpaceQueue))
 	require.NoError(t, err)
-	h, err := it.EncodeTuple(int64(it.SpaceHints))
+	h, err := kv.EncodeTuple(int64(kv.SpaceHints))
 	require.NoError(t, err)
 	rest := key[len(k.Table):]
 	require.True(t, bytes.HasPrefix(rest, q))
@@ -213,16 +214,16 @@ func hintKeyOf(t *testing.T, key []byte) []byte {
 // unhinted returns the change records of s that have no hint and whose
 // record has no hinted change either (a marker beside hinted changes is
 // fine); on a store that is not partitioned, none is hinted.
-func unhinted(t *testing.T, s it.Store) [][]byte {
+func unhinted(t *testing.T, s kv.Store) [][]byte {
 	t.Helper()
 	hints := map[string]bool{}
-	for _, k := range keysIn(t, s, it.SpaceHints) {
+	for _, k := range keysIn(t, s, kv.SpaceHints) {
 		hints[string(k)] = true
 	}
 	hinted := map[string]bool{} // records, by Lead: person has one primary key field
 	var without [][]byte
-	for _, k := range keysIn(t, s, it.SpaceQueue) {
-		pk, ok := it.ParseKey(k)
+	for _, k := range keysIn(t, s, kv.SpaceQueue) {
+		pk, ok := kv.ParseKey(k)
 		require.True(t, ok)
 		if hints[string(hintKeyOf(t, k))] {
 			hinted[string(pk.Lead)] = true
@@ -232,7 +233,7 @@ func unhinted(t *testing.T, s it.Store) [][]byte {
 	}
 	var alone [][]byte
 	for _, k := range without {
-		if pk, _ := it.ParseKey(k); !hinted[string(pk.Lead)] {
+		if pk, _ := kv.ParseKey(k); !hinted[string(pk.Lead)] {
 			alone = append(alone, k)
 		}
 	}
@@ -241,12 +242,12 @@ func unhinted(t *testing.T, s it.Store) [][]byte {
 
 // cancelAfter cancels a context once n more batches are applied.
 type cancelAfter struct {
-	it.Store
+	kv.Store
 	n      atomic.Int64
 	cancel context.CancelFunc
 }
 
-func (c *cancelAfter) Apply(ctx context.Context, b *it.Batch) error {
+func (c *cancelAfter) Apply(ctx context.Context, b *kv.Batch) error {
 	err := c.Store.Apply(ctx, b)
 	if c.n.Add(-1) == 0 {
 		c.cancel()
@@ -276,14 +277,14 @@ func TestStoppedPassLeavesFewHints(t *testing.T) {
 		_, err := tbl.Update(ctx, person{ID: id, Town: []string{"Bergen", "Oslo"}[id%2]})
 		require.NoError(t, err)
 	}
-	require.Len(t, keysIn(t, mem, it.SpaceHints), records)
+	require.Len(t, keysIn(t, mem, kv.SpaceHints), records)
 	pctx, cancel := context.WithCancel(ctx)
 	ca.cancel = cancel
 	ca.n.Store(3 * (records - 10)) // three batches a record (marker, entries, removal)
 	n, err := tbl.ApplyPending(pctx, it.MaintainerOptions{SweepInterval: time.Hour})
 	t.Logf("stopped pass: applied %d, err %v", n, err)
-	left := len(keysIn(t, mem, it.SpaceQueue))
-	hints := len(keysIn(t, mem, it.SpaceHints))
+	left := len(keysIn(t, mem, kv.SpaceQueue))
+	hints := len(keysIn(t, mem, kv.SpaceHints))
 	t.Logf("changes left %d, hints left %d", left, hints)
 
 	before := cs.Counts()

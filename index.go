@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"reflect"
 	"slices"
 	"sync"
@@ -188,7 +190,7 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 			if len(t) == 0 {
 				return dst, fmt.Errorf("%w: index %q: Key returned an empty tuple", ErrInvalidKey, ix.name)
 			}
-			k, err := AppendTuple(bytes.Clone(scratch), t...)
+			k, err := kv.AppendTuple(bytes.Clone(scratch), t...)
 			if err != nil {
 				return dst, wrapErrorf(ErrInvalidKey, err, "index %q", ix.name)
 			}
@@ -207,7 +209,7 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 				if !fv.IsValid() || (ix.sparse && fv.IsZero()) {
 					continue
 				}
-				dst = append(dst, appendKeyValue(dst[j], fv))
+				dst = append(dst, tuple.AppendValue(dst[j], fv))
 				continue
 			}
 			if !fv.IsValid() {
@@ -218,7 +220,7 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 				if ix.sparse && ev.IsZero() {
 					continue
 				}
-				k := appendKeyValue(bytes.Clone(dst[j]), ev)
+				k := tuple.AppendValue(bytes.Clone(dst[j]), ev)
 				dst = appendUnique(dst, end, k)
 			}
 		}
@@ -302,7 +304,7 @@ func (ix *indexTable) decodeEntry(key, value []byte, pkArity int) (pk, payload [
 	var offsets [8]int
 	ends := offsets[:0]
 	for off := 0; off < len(rest); {
-		n, err := ElementLen(rest[off:])
+		n, err := kv.ElementLen(rest[off:])
 		if err != nil {
 			return nil, nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
@@ -54,11 +55,11 @@ var intraIndexes = []it.Index[person]{
 	{Name: "id_email", Fields: []string{"ID", "Email"}, Unique: true, Strategy: it.KeysOnly},
 }
 
-func openPeople(t testing.TB, s it.Store) *it.Table[person] {
+func openPeople(t testing.TB, s kv.Store) *it.Table[person] {
 	return openPeopleWith(t, s, nil)
 }
 
-func openPeopleWith(t testing.TB, s it.Store, c it.Codec) *it.Table[person] {
+func openPeopleWith(t testing.TB, s kv.Store, c it.Codec) *it.Table[person] {
 	t.Helper()
 	tbl, err := it.Open(context.Background(), s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes(), Codec: c})
 	require.NoError(t, err)
@@ -119,13 +120,13 @@ func modelScan(name string, model map[int]person, eq it.Tuple) []modelEntry {
 	var out []modelEntry
 	for _, p := range model {
 		for _, k := range modelKeys(name, p) {
-			if len(k) >= len(eq) && it.CompareTuples(k[:len(eq)], eq) == 0 {
+			if len(k) >= len(eq) && kv.CompareTuples(k[:len(eq)], eq) == 0 {
 				out = append(out, modelEntry{k, p})
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b modelEntry) int {
-		return cmp.Or(it.CompareTuples(a.key, b.key), cmp.Compare(a.p.ID, b.p.ID))
+		return cmp.Or(kv.CompareTuples(a.key, b.key), cmp.Compare(a.p.ID, b.p.ID))
 	})
 	return out
 }
@@ -228,12 +229,12 @@ func checkRange(t testing.TB, r *rand.Rand, tbl *it.Table[person], model map[int
 		}
 		c := it.Tuple{e.key[len(eq)]}
 		if b := q.Lower; b != nil {
-			if cmp := it.CompareTuples(c, it.Tuple{b.Value}); cmp < 0 || cmp == 0 && b.Exclusive {
+			if cmp := kv.CompareTuples(c, it.Tuple{b.Value}); cmp < 0 || cmp == 0 && b.Exclusive {
 				continue
 			}
 		}
 		if b := q.Upper; b != nil {
-			if cmp := it.CompareTuples(c, it.Tuple{b.Value}); cmp > 0 || cmp == 0 && b.Exclusive {
+			if cmp := kv.CompareTuples(c, it.Tuple{b.Value}); cmp > 0 || cmp == 0 && b.Exclusive {
 				continue
 			}
 		}
@@ -333,7 +334,7 @@ const (
 
 func testModel(t *testing.T, codec it.Codec, names []string, mode modelMode) {
 	ctx := context.Background()
-	var store it.Store = it.NewMemoryStore()
+	var store kv.Store = it.NewMemoryStore()
 	indexes := personIndexes()
 	switch mode {
 	case modeEventual:

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // watchTag marks the context of the one call a test watches: hooks fire
@@ -36,12 +37,12 @@ func isTagged(ctx context.Context) bool { return ctx.Value(watchTag{}) != nil }
 // watchedStore calls its hooks around store calls; a hook that returns true
 // is done and is not called again.
 type watchedStore struct {
-	it.Store
+	kv.Store
 	mu         sync.Mutex
 	afterGet   func(ctx context.Context, key []byte) bool
 	beforeMany func(ctx context.Context, keys [][]byte) bool
-	beforeScan func(ctx context.Context, r it.ScanRange) bool
-	afterApply func(ctx context.Context, b *it.Batch, err error) bool
+	beforeScan func(ctx context.Context, r kv.ScanRange) bool
+	afterApply func(ctx context.Context, b *kv.Batch, err error) bool
 }
 
 func (s *watchedStore) Get(ctx context.Context, key []byte) ([]byte, error) {
@@ -69,7 +70,7 @@ func (s *watchedStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]byt
 	return s.Store.GetMany(ctx, keys, dst)
 }
 
-func (s *watchedStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+func (s *watchedStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	s.mu.Lock()
 	h := s.beforeScan
 	s.mu.Unlock()
@@ -81,7 +82,7 @@ func (s *watchedStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.En
 	return s.Store.Scan(ctx, r)
 }
 
-func (s *watchedStore) Apply(ctx context.Context, b *it.Batch) error {
+func (s *watchedStore) Apply(ctx context.Context, b *kv.Batch) error {
 	err := s.Store.Apply(ctx, b)
 	s.mu.Lock()
 	h := s.afterApply
@@ -96,11 +97,11 @@ func (s *watchedStore) Apply(ctx context.Context, b *it.Batch) error {
 
 // space returns the key space of a key of table "people" (SpaceOther if
 // it is none of the table's), and the key's tuple.
-func space(key []byte) (it.KeySpace, it.Tuple) {
-	k, ok := it.ParseKey(key)
-	t, err := it.DecodeTuple(key)
+func space(key []byte) (kv.KeySpace, it.Tuple) {
+	k, ok := kv.ParseKey(key)
+	t, err := kv.DecodeTuple(key)
 	if !ok || err != nil || t[0] != "people" {
-		return it.SpaceOther, t
+		return kv.SpaceOther, t
 	}
 	return k.Space, t
 }
@@ -137,7 +138,7 @@ func TestStaleCatalogReadRevivesDisabledIndex(t *testing.T) {
 	}
 	fired := false
 	s.afterGet = func(c context.Context, key []byte) bool {
-		if sp, _ := space(key); !isTagged(c) || sp != it.SpaceCatalog {
+		if sp, _ := space(key); !isTagged(c) || sp != kv.SpaceCatalog {
 			return false
 		}
 		// IndexStatus has read the catalog entry (readable); the disabling
@@ -172,12 +173,12 @@ func TestBuildRefreshRevivesDisabledIndex(t *testing.T) {
 	tbl := openWith(t, s, indexByName("town"))
 	require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["town"].State)
 	fired := false
-	s.afterApply = func(c context.Context, b *it.Batch, err error) bool {
+	s.afterApply = func(c context.Context, b *kv.Batch, err error) bool {
 		ops := b.Ops()
 		if !isTagged(c) || err != nil || len(ops) != 2 {
 			return false
 		}
-		if sp, _ := space(ops[1].Key); sp != it.SpaceCatalog || ops[1].Kind != it.OpPut {
+		if sp, _ := space(ops[1].Key); sp != kv.SpaceCatalog || ops[1].Kind != kv.OpPut {
 			return false
 		}
 		// The last chunk committed the index readable; disable it before
@@ -215,7 +216,7 @@ func TestVerifyEntryABA(t *testing.T) {
 			// The index pass has read the entry; before it looks its record
 			// up, the record loses the entry.
 			s.beforeMany = func(c context.Context, keys [][]byte) bool {
-				if sp, _ := space(keys[0]); !isTagged(c) || sp != it.SpaceRecords {
+				if sp, _ := space(keys[0]); !isTagged(c) || sp != kv.SpaceRecords {
 					return false
 				}
 				if write == "move away and back" {
@@ -231,7 +232,7 @@ func TestVerifyEntryABA(t *testing.T) {
 			// confirm has read the record again; before it reads the
 			// entry, the record gets the entry back.
 			s.afterGet = func(c context.Context, key []byte) bool {
-				if sp, k := space(key); !isTagged(c) || !first || sp != it.SpaceRecords || len(k) != 3 {
+				if sp, k := space(key); !isTagged(c) || !first || sp != kv.SpaceRecords || len(k) != 3 {
 					return false
 				}
 				var err error
@@ -269,7 +270,7 @@ func requireNoDriftReport(t *testing.T, tbl *it.Table[person]) int {
 // does not.
 func TestVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
 	ctx := context.Background()
-	sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+	sharded, err := it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 	require.NoError(t, err)
 	s := &watchedStore{Store: sharded}
 	tbl := openWith(t, s, indexByName("town"))
@@ -303,8 +304,8 @@ func TestVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
 	moved := false
 	// After Verify read the queue (nothing pending), before it reads the
 	// records: the record moves, its entries queued.
-	s.beforeScan = func(c context.Context, r it.ScanRange) bool {
-		if sp, k := space(r.Start); !isTagged(c) || sp != it.SpaceRecords || len(k) != 2 {
+	s.beforeScan = func(c context.Context, r kv.ScanRange) bool {
+		if sp, k := space(r.Start); !isTagged(c) || sp != kv.SpaceRecords || len(k) != 2 {
 			return false
 		}
 		_, err := tbl.Update(ctx, person{ID: id, Town: "B"})
@@ -315,8 +316,8 @@ func TestVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
 	applied := false
 	// confirm has read the record and found the entry absent; before it
 	// scans the record's queue, a maintainer applies the change.
-	s.beforeScan = chainScan(s.beforeScan, func(c context.Context, r it.ScanRange) bool {
-		if sp, k := space(r.Start); !isTagged(c) || !moved || sp != it.SpaceQueue || len(k) != 3 {
+	s.beforeScan = chainScan(s.beforeScan, func(c context.Context, r kv.ScanRange) bool {
+		if sp, k := space(r.Start); !isTagged(c) || !moved || sp != kv.SpaceQueue || len(k) != 3 {
 			return false
 		}
 		n, err := tbl.ApplyPending(ctx, it.MaintainerOptions{})
@@ -332,9 +333,9 @@ func TestVerifyShardedMaintainerBetweenEntryAndQueue(t *testing.T) {
 }
 
 // chainScan runs a, until it is done, then b.
-func chainScan(a, b func(context.Context, it.ScanRange) bool) func(context.Context, it.ScanRange) bool {
+func chainScan(a, b func(context.Context, kv.ScanRange) bool) func(context.Context, kv.ScanRange) bool {
 	var aDone atomic.Bool
-	return func(c context.Context, r it.ScanRange) bool {
+	return func(c context.Context, r kv.ScanRange) bool {
 		if !aDone.Load() {
 			aDone.Store(a(c, r))
 			return false
@@ -409,9 +410,9 @@ func TestMaintainerLogsOutsideTheDrainLock(t *testing.T) {
 	require.NoError(t, err)
 	// The record's change waits in the queue; the record no longer
 	// decodes, so the maintainer logs that it cannot apply it.
-	key, err := it.EncodeTuple("people", int64(0), int64(1))
+	key, err := kv.EncodeTuple("people", int64(0), int64(1))
 	require.NoError(t, err)
-	var b it.Batch
+	var b kv.Batch
 	b.Put(key, []byte{0x01, 0xFF, 0xFE})
 	require.NoError(t, mem.Apply(ctx, &b))
 
@@ -458,10 +459,10 @@ func TestLifecycleStress(t *testing.T) {
 			repair := !strings.HasSuffix(kind, "without repair")
 			kind, _, _ := strings.Cut(kind, " ")
 			ctx := context.Background()
-			var store it.Store = it.NewMemoryStore()
+			var store kv.Store = it.NewMemoryStore()
 			if kind == "sharded" {
 				var err error
-				store, err = it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+				store, err = it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 				require.NoError(t, err)
 			}
 			// A partitioned store refuses unique keys outside a record's
@@ -587,9 +588,9 @@ func TestLifecycleStress(t *testing.T) {
 				gens[st.Name] = st.Generation
 			}
 			for _, sp := range []int64{1, 5} {
-				start, err := it.EncodeTuple("people", sp)
+				start, err := kv.EncodeTuple("people", sp)
 				require.NoError(t, err)
-				for e, err := range store.Scan(ctx, it.ScanRange{Start: start, End: append(start, 0xFF)}) {
+				for e, err := range store.Scan(ctx, kv.ScanRange{Start: start, End: append(start, 0xFF)}) {
 					require.NoError(t, err)
 					_, k := space(e.Key)
 					if len(k) >= 4 && k[3] != gens[fmt.Sprint(k[2])] {
@@ -625,12 +626,12 @@ func TestMaintainerBetweenEnableCommitAndPublish(t *testing.T) {
 	require.NoError(t, tbl.DisableIndex(ctx, "town"))
 	done := make(chan error, 1)
 	fired := false
-	s.afterApply = func(c context.Context, b *it.Batch, err error) bool {
+	s.afterApply = func(c context.Context, b *kv.Batch, err error) bool {
 		ops := b.Ops()
 		if !isTagged(c) || err != nil || len(ops) != 4 { // the entry and the schema version
 			return false
 		}
-		if sp, _ := space(ops[1].Key); sp != it.SpaceCatalog {
+		if sp, _ := space(ops[1].Key); sp != kv.SpaceCatalog {
 			return false
 		}
 		// The new generation is committed, not yet published: a pass

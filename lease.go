@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"time"
 )
 
@@ -43,7 +45,7 @@ func decodePartitioning(v []byte) (partitions int, until time.Time, ok bool) {
 // livePartitioning returns the Partitions of the maintainers that hold leases of
 // the table's queue now, or 0 when none does.
 func (t *Table[T]) livePartitioning(ctx context.Context) (int, error) {
-	v, err := t.store.Get(ctx, spacePrefix(t.prefix, SpaceLeases))
+	v, err := t.store.Get(ctx, spacePrefix(t.prefix, kv.SpaceLeases))
 	if errors.Is(err, ErrNotFound) {
 		return 0, nil
 	}
@@ -61,7 +63,7 @@ func (t *Table[T]) livePartitioning(ctx context.Context) (int, error) {
 // Partitions) hold leases: the two would apply the same records' changes
 // at once.
 func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lease, error) {
-	partitioning := spacePrefix(t.prefix, SpaceLeases)
+	partitioning := spacePrefix(t.prefix, kv.SpaceLeases)
 	key := leaseKey(t.prefix, o.Partitions, o.Partition)
 	held, err := t.store.GetMany(ctx, [][]byte{partitioning, key}, nil)
 	if err != nil {
@@ -69,7 +71,7 @@ func (t *Table[T]) acquireLease(ctx context.Context, o *MaintainerOptions) (*lea
 	}
 	l := &lease{key: key, partitioning: partitioning}
 	l.value, l.expires = o.leaseValue()
-	var b Batch
+	var b kv.Batch
 	until := l.expires
 	if sv := held[0]; sv == nil {
 		b.ExpectAbsent(partitioning)
@@ -130,7 +132,7 @@ func (t *Table[T]) holdLease(ctx context.Context, l *lease, o *MaintainerOptions
 		if !ok || n != o.Partitions {
 			return fmt.Errorf("table %q: renew the maintainer's lease: %w: maintainers of another partitioning took over", t.name, ErrConflict)
 		}
-		var b Batch
+		var b kv.Batch
 		b.ExpectValue(l.key, l.value)
 		next, expires := o.leaseValue()
 		b.Put(l.key, next)
@@ -159,12 +161,12 @@ func (t *Table[T]) holdLease(ctx context.Context, l *lease, o *MaintainerOptions
 func (t *Table[T]) releaseLease(l *lease) {
 	ctx := context.Background()
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		var b Batch
+		var b kv.Batch
 		b.ExpectValue(l.key, l.value)
 		b.Delete(l.key)
 		if err := t.shortenPartitioning(ctx, &b, l); err != nil {
 			// Give the lease up at least; the partitioning record expires.
-			_ = t.store.Apply(ctx, &Batch{ops: b.Ops()[:2]})
+			_ = t.store.Apply(ctx, kv.NewBatch(b.Ops()[:2]...))
 			return
 		}
 		err := t.store.Apply(ctx, &b)
@@ -179,7 +181,7 @@ func (t *Table[T]) releaseLease(l *lease) {
 
 // shortenPartitioning adds to b, which releases l, the rewrite of the partitioning
 // record to last as long as the other leases of l's partitioning.
-func (t *Table[T]) shortenPartitioning(ctx context.Context, b *Batch, l *lease) error {
+func (t *Table[T]) shortenPartitioning(ctx context.Context, b *kv.Batch, l *lease) error {
 	sv, err := t.store.Get(ctx, l.partitioning)
 	if err != nil {
 		return err
@@ -191,7 +193,7 @@ func (t *Table[T]) shortenPartitioning(ctx context.Context, b *Batch, l *lease) 
 	b.ExpectValue(l.partitioning, sv)
 	until := time.Now()
 	others := leasesOf(t.prefix, n)
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: others, End: tupleEnd(others)}) {
+	for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: others, End: tuple.End(others)}) {
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
@@ -18,7 +19,7 @@ import (
 // and its mutations, finds the partition leased and leaves it.
 func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: kv.Atomicity{Partition: partitionOf}}
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy, Consistency: it.Eventual})
 	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R"})
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func TestLeaseKeepsMaintainersApartOnBoundedStores(t *testing.T) {
 // change to apply: there are records in both partitions.)
 func TestLeaseKeepsOtherPartitioningsOut(t *testing.T) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: kv.Atomicity{Partition: partitionOf}}
 	tbl := openWith(t, s, it.Index[person]{Name: "town", Fields: []string{"Town"}, Strategy: it.FullCopy})
 	for id := range 8 {
 		_, err := tbl.Insert(ctx, person{ID: id, Town: "R"})
@@ -81,7 +82,7 @@ func TestLeaseKeepsOtherPartitioningsOut(t *testing.T) {
 // partitioning took over, cannot renew it, and stops.
 func TestLeaseTakenOverByAnotherPartitioning(t *testing.T) {
 	ctx := context.Background()
-	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: it.Atomicity{Partition: partitionOf}}
+	s := &hookedStore{MemoryStore: it.NewMemoryStore(), scope: kv.Atomicity{Partition: partitionOf}}
 	tbl := openWith(t, s, indexByName("town"), indexByName("name"))
 	_, err := tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "Ann"})
 	require.NoError(t, err)

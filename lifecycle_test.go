@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // TestLifecycle is a model-based randomized test of the index lifecycle
@@ -58,14 +59,14 @@ func TestLifecycle(t *testing.T) {
 	}
 	for i, c := range []struct {
 		name  string
-		store func(testing.TB) it.Store
+		store func(testing.TB) kv.Store
 		codec it.Codec
 	}{
-		{"memory", func(testing.TB) it.Store { return it.NewMemoryStore() }, nil},
+		{"memory", func(testing.TB) kv.Store { return it.NewMemoryStore() }, nil},
 		// Bounded, partitioned atomicity: writes fall back to the queue,
 		// and Build and Repair go through it.
-		{"sharded", func(t testing.TB) it.Store {
-			shards := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+		{"sharded", func(t testing.TB) kv.Store {
+			shards := []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
 			s, err := it.OpenShardedStore(context.Background(), shards)
 			require.NoError(t, err)
 			return s
@@ -275,7 +276,7 @@ func lcCovered(spec it.Index[lcRec], r lcRec) lcRec {
 
 // lcMatches reports whether key k is within query q.
 func lcMatches(q it.Query, k it.Tuple) bool {
-	if len(k) < len(q.Eq) || it.CompareTuples(k[:len(q.Eq)], q.Eq) != 0 {
+	if len(k) < len(q.Eq) || kv.CompareTuples(k[:len(q.Eq)], q.Eq) != 0 {
 		return false
 	}
 	if q.Lower == nil && q.Upper == nil {
@@ -283,12 +284,12 @@ func lcMatches(q it.Query, k it.Tuple) bool {
 	}
 	c := it.Tuple{k[len(q.Eq)]}
 	if b := q.Lower; b != nil {
-		if n := it.CompareTuples(c, it.Tuple{b.Value}); n < 0 || n == 0 && b.Exclusive {
+		if n := kv.CompareTuples(c, it.Tuple{b.Value}); n < 0 || n == 0 && b.Exclusive {
 			return false
 		}
 	}
 	if b := q.Upper; b != nil {
-		if n := it.CompareTuples(c, it.Tuple{b.Value}); n > 0 || n == 0 && b.Exclusive {
+		if n := kv.CompareTuples(c, it.Tuple{b.Value}); n > 0 || n == 0 && b.Exclusive {
 			return false
 		}
 	}
@@ -358,7 +359,7 @@ func lcExpect(ix *lcIndex, spec it.Index[lcRec], model map[int]lcRec, q it.Query
 			}
 		}
 	}
-	slices.SortFunc(hits, func(a, b hit) int { return it.CompareTuples(a.order, b.order) })
+	slices.SortFunc(hits, func(a, b hit) int { return kv.CompareTuples(a.order, b.order) })
 	if q.Reverse {
 		slices.Reverse(hits)
 	}
@@ -388,7 +389,7 @@ type lcRun struct {
 	seed   uint64
 	stream uint64 // tells the stores' random streams apart
 	sizes  lcSizes
-	store  it.Store
+	store  kv.Store
 	codec  it.Codec
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -427,7 +428,7 @@ type lcRun struct {
 	counts   map[string]int // what the run did, by kind, for the log
 }
 
-func newLCRun(t *testing.T, seed, stream uint64, sizes lcSizes, store it.Store, codec it.Codec) *lcRun {
+func newLCRun(t *testing.T, seed, stream uint64, sizes lcSizes, store kv.Store, codec it.Codec) *lcRun {
 	run := &lcRun{t: t, seed: seed, stream: stream, sizes: sizes, store: store, codec: codec, failures: map[string]int{}, counts: map[string]int{}}
 	run.ctx, run.cancel = context.WithCancel(context.Background())
 	return run
@@ -1494,7 +1495,7 @@ func (run *lcRun) checkFacts(model map[int]lcRec, versions map[int]it.Version) {
 	for _, rec := range model {
 		want = append(want, rec.normalized())
 	}
-	slices.SortFunc(want, func(a, b lcRec) int { return it.CompareTuples(a.pk(), b.pk()) })
+	slices.SortFunc(want, func(a, b lcRec) int { return kv.CompareTuples(a.pk(), b.pk()) })
 	got := []lcRec{}
 	for rec, err := range run.tbl.Find(run.ctx, it.Query{}) {
 		require.NoError(run.t, err, "seed %d: scan of the fact table", run.seed)

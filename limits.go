@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/indextable/indextable/kv"
 	"reflect"
 )
 
@@ -16,7 +17,7 @@ const changeOverhead = 3 + binary.MaxVarintLen64
 const changeIDBytes = 9
 
 // limited reports whether a store of atomicity a bounds anything.
-func limited(a Atomicity) bool {
+func limited(a kv.Atomicity) bool {
 	return bounded(a) || a.MaxKeyBytes > 0 || a.MaxValueBytes > 0
 }
 
@@ -70,7 +71,7 @@ func (t *Table[T]) checkLimits(view *indexView, rv reflect.Value, pk, fact []byt
 // back (the record it replaces, the record, its change record, and its
 // unique entries, which cannot fall back, those of FullCopy indexes each
 // a copy of the record).
-func (t *Table[T]) recordLimit(a Atomicity, pk []byte, es []entry, payload int) (int, bool) {
+func (t *Table[T]) recordLimit(a kv.Atomicity, pk []byte, es []entry, payload int) (int, bool) {
 	limit := 0
 	if a.MaxValueBytes > 0 {
 		limit = a.MaxValueBytes - changeOverhead
@@ -104,7 +105,7 @@ func (t *Table[T]) recordLimit(a Atomicity, pk []byte, es []entry, payload int) 
 // the record with encoded primary key pk, or of its change records, are
 // longer than a store of atomicity a holds, and (first) how many bytes its
 // worst field may take.
-func (t *Table[T]) checkRecordKey(a Atomicity, pk []byte) (int, error) {
+func (t *Table[T]) checkRecordKey(a kv.Atomicity, pk []byte) (int, error) {
 	changeKey := len(t.queueSpace) + len(pk) + changeIDBytes
 	if a.MaxKeyBytes <= 0 || changeKey <= a.MaxKeyBytes {
 		return 0, nil
@@ -122,7 +123,7 @@ func (t *Table[T]) checkRecordKey(a Atomicity, pk []byte) (int, error) {
 // atomicity a holds (ErrInvalidKey), naming the field and the index that
 // leave it the fewest bytes; or when an entry's value is longer than the
 // store holds (ErrInvalidBatch).
-func (t *Table[T]) checkKeys(a Atomicity, pk []byte, es []entry) error {
+func (t *Table[T]) checkKeys(a kv.Atomicity, pk []byte, es []entry) error {
 	fewest, worst := t.checkRecordKey(a, pk)
 	for _, e := range es {
 		if a.MaxKeyBytes > 0 && len(e.key) > a.MaxKeyBytes {
@@ -144,7 +145,7 @@ func (t *Table[T]) checkKeys(a Atomicity, pk []byte, es []entry) error {
 // checkDeletable returns an error wrapping ErrInvalidBatch when a delete of
 // the record pk, whose entries are entries, could not free its unique keys
 // in one batch: with a change record, its guard and its own deletion.
-func (t *Table[T]) checkDeletable(a Atomicity, pk []byte, entries []entry) error {
+func (t *Table[T]) checkDeletable(a kv.Atomicity, pk []byte, entries []entry) error {
 	unique := 0
 	for _, e := range entries {
 		if e.ix.unique {
@@ -164,7 +165,7 @@ func (t *Table[T]) checkDeletable(a Atomicity, pk []byte, entries []entry) error
 func components(tuple []byte) [][]byte {
 	var parts [][]byte
 	for off := 0; off < len(tuple); {
-		n, err := ElementLen(tuple[off:])
+		n, err := kv.ElementLen(tuple[off:])
 		if err != nil {
 			break
 		}
@@ -222,7 +223,7 @@ func keyTooLong(what string, components []byte, fixed int, names []string, limit
 	raw := map[string]int{} // bytes of each name's strings, when unescaped
 	worst := ""
 	for i, off := 0, 0; off < len(components); i++ {
-		n, err := ElementLen(components[off:])
+		n, err := kv.ElementLen(components[off:])
 		if err != nil {
 			break
 		}
@@ -264,7 +265,7 @@ func keyTooLong(what string, components []byte, fixed int, names []string, limit
 // plainString returns the length of the string or byte string that the
 // element encodes, when the encoding escapes nothing in it.
 func plainString(element []byte) (int, bool) {
-	v, _, err := DecodeElement(element)
+	v, _, err := kv.DecodeElement(element)
 	if err != nil {
 		return 0, false
 	}
@@ -278,4 +279,4 @@ func plainString(element []byte) (int, bool) {
 }
 
 // bounded reports whether a store's atomicity scope may refuse a batch.
-func bounded(a Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }
+func bounded(a kv.Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }

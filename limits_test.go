@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -18,11 +19,11 @@ import (
 // whose limits tests can reach without Azurite.
 type limited struct{ *it.MemoryStore }
 
-func (limited) Atomicity() it.Atomicity {
-	return it.Atomicity{Partition: partitionOf, MaxOps: 99, MaxBytes: 2 << 20, MaxKeyBytes: 383, MaxValueBytes: 704 << 10}
+func (limited) Atomicity() kv.Atomicity {
+	return kv.Atomicity{Partition: partitionOf, MaxOps: 99, MaxBytes: 2 << 20, MaxKeyBytes: 383, MaxValueBytes: 704 << 10}
 }
 
-func (s limited) Apply(ctx context.Context, b *it.Batch) error {
+func (s limited) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := s.Atomicity().Allows(b); err != nil {
 		return err
 	}
@@ -32,18 +33,18 @@ func (s limited) Apply(ctx context.Context, b *it.Batch) error {
 // TestLimitsOfAStore: the conformance of a bounded store's limits, and
 // writes that straddle them through a table, on one store and on 4 shards.
 func TestLimitsOfAStore(t *testing.T) {
-	storetest.TestStore(t, func(t *testing.T) it.Store { return limited{it.NewMemoryStore()} })
+	storetest.TestStore(t, func(t *testing.T) kv.Store { return limited{it.NewMemoryStore()} })
 	t.Run("shards of which one is bounded", func(t *testing.T) {
 		// The sharded store holds every shard to the bounds it declares.
-		storetest.TestStore(t, func(t *testing.T) it.Store {
-			s, err := it.OpenShardedStore(context.Background(), []it.Store{limited{it.NewMemoryStore()}, it.NewMemoryStore()})
+		storetest.TestStore(t, func(t *testing.T) kv.Store {
+			s, err := it.OpenShardedStore(context.Background(), []kv.Store{limited{it.NewMemoryStore()}, it.NewMemoryStore()})
 			require.NoError(t, err)
 			return s
 		})
 	})
 	t.Run("table", func(t *testing.T) { storetest.TestLimits(t, limited{it.NewMemoryStore()}, storetest.LimitsOptions{}) })
 	t.Run("sharded", func(t *testing.T) {
-		shards := []it.Store{limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}}
+		shards := []kv.Store{limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}}
 		s, err := it.OpenShardedStore(context.Background(), shards, it.WithIndexSharding(it.ShardByHash))
 		require.NoError(t, err)
 		storetest.TestLimits(t, s, storetest.LimitsOptions{})
@@ -407,10 +408,10 @@ func TestRecordAtTheLimit(t *testing.T) {
 	} {
 		for _, sharded := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s sharded=%v", tc.name, sharded), func(t *testing.T) {
-				var s it.Store = limited{it.NewMemoryStore()}
+				var s kv.Store = limited{it.NewMemoryStore()}
 				if sharded {
 					var err error
-					s, err = it.OpenShardedStore(ctx, []it.Store{limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}},
+					s, err = it.OpenShardedStore(ctx, []kv.Store{limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}},
 						it.WithIndexSharding(it.ShardByHash))
 					require.NoError(t, err)
 				}
@@ -447,12 +448,12 @@ func TestRecordAtTheLimit(t *testing.T) {
 // partitions.
 type l16store struct {
 	*it.MemoryStore
-	a it.Atomicity
+	a kv.Atomicity
 }
 
-func (s l16store) Atomicity() it.Atomicity { return s.a }
+func (s l16store) Atomicity() kv.Atomicity { return s.a }
 
-func (s l16store) Apply(ctx context.Context, b *it.Batch) error {
+func (s l16store) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := s.a.Allows(b); err != nil {
 		return err
 	}
@@ -462,7 +463,7 @@ func (s l16store) Apply(ctx context.Context, b *it.Batch) error {
 // TestLimitsOfOtherBounds runs the randomized TestLimits on stores
 // whose bounds relate otherwise than Azure's.
 func TestLimitsOfOtherBounds(t *testing.T) {
-	for _, a := range []it.Atomicity{
+	for _, a := range []kv.Atomicity{
 		{Partition: partitionOf, MaxOps: 99, MaxBytes: 8 << 10, MaxKeyBytes: 200, MaxValueBytes: 6 << 10},
 		{Partition: partitionOf, MaxOps: 12, MaxBytes: 64 << 10, MaxKeyBytes: 120, MaxValueBytes: 1 << 10},
 		{Partition: partitionOf, MaxOps: 99, MaxBytes: 3 << 10, MaxKeyBytes: 383},
@@ -483,7 +484,7 @@ func TestCostOfTheChecks(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop what reads reuse")
 	}
 	ctx := context.Background()
-	allocs := func(s it.Store) float64 {
+	allocs := func(s kv.Store) float64 {
 		tbl, err := it.Open(ctx, s, it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{},
 			Indexes: []it.Index[l16rec]{{Name: "pb", Fields: []string{"P", "B"}}}})
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/kv"
 	"iter"
 	"log/slog"
 	"math/rand/v2"
@@ -227,9 +228,9 @@ func (t *Table[T]) applyPending(ctx context.Context, o *MaintainerOptions) (appl
 	}
 	// One scan, whose pages the store sizes, rather than a scan for each
 	// batch: on a sharded store each scan starts a reader on every shard.
-	var changes iter.Seq2[Entry, error]
+	var changes iter.Seq2[kv.Entry, error]
 	if !t.hinted() {
-		changes = t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd})
+		changes = t.store.Scan(ctx, kv.ScanRange{Start: t.queueSpace, End: t.queueEnd})
 	} else {
 		if p.hints, err = t.hintsToApply(ctx, o); err != nil || len(p.hints) == 0 {
 			return 0, err
@@ -286,7 +287,7 @@ type pass[T any] struct {
 // but itself: it is logged, and set aside in time (by the maintainer of
 // partition 0 when it names no record); one of an unknown format is
 // logged and left for a newer maintainer.
-func (p *pass[T]) add(ctx context.Context, e Entry) error {
+func (p *pass[T]) add(ctx context.Context, e kv.Entry) error {
 	t, o := p.t, p.o
 	if p.seen != nil {
 		p.seen[string(e.Key)] = true
@@ -479,7 +480,7 @@ func (t *Table[T]) unappliable(ctx context.Context, o *MaintainerOptions, s stuc
 func (t *Table[T]) rewriteFailed(ctx context.Context, changes []change, f failure) ([][]byte, error) {
 	atom := t.store.Atomicity()
 	put := func(cs []change, f failure) error {
-		var b Batch
+		var b kv.Batch
 		for _, c := range cs {
 			b.ExpectValue(c.key, c.value)
 			b.Put(c.key, encodeFailed(f, c.queued))
@@ -537,14 +538,14 @@ func (t *Table[T]) applyGroupsHeld(ctx context.Context, groups []changeGroup, l 
 		return 0, err
 	}
 	atom := t.store.Atomicity()
-	var all Batch
+	var all kv.Batch
 	var joined []*changeGroup
 	for i := range groups {
 		g := &groups[i]
 		g.factKey, g.fact, g.all = keys[i], facts[i], g.changes
 		t.planGroup(view, g, atom)
 		if g.planned == nil && !g.inSteps {
-			all.ops = append(all.ops, g.ops...)
+			all.Add(g.ops...)
 			joined = append(joined, g)
 		}
 	}
@@ -650,7 +651,7 @@ func (t *Table[T]) tryGroup(ctx context.Context, view *indexView, g *changeGroup
 		var err error
 		if g.inSteps {
 			err = t.applyInSteps(ctx, view, g, l, o)
-		} else if err = t.store.Apply(ctx, &Batch{ops: g.ops}); err == nil {
+		} else if err = t.store.Apply(ctx, kv.NewBatch(g.ops...)); err == nil {
 			view.noteMutations(g.ops, g.changesRecord())
 		} else if errors.Is(err, ErrConflict) {
 			err = errOvertaken

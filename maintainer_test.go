@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -134,7 +135,7 @@ func TestOverlappingMaintainers(t *testing.T) {
 // a number of them: a loop that keeps calling a store that cannot answer
 // is caught by its calls, not by a clock.
 type callCounter struct {
-	it.Store
+	kv.Store
 	calls  atomic.Int64
 	limit  int64
 	cancel context.CancelFunc
@@ -151,7 +152,7 @@ func (s *callCounter) Get(ctx context.Context, k []byte) ([]byte, error) {
 	return s.Store.Get(ctx, k)
 }
 
-func (s *callCounter) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+func (s *callCounter) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	s.count()
 	return s.Store.Scan(ctx, r)
 }
@@ -178,7 +179,7 @@ func TestMaintainerStopsOnAClosedStore(t *testing.T) {
 // ShardedStore: RunMaintainer returns ErrClosed at once, not when its
 // context ends (callCounter cancels it after a number of calls).
 func TestMaintainerOnClosedShardedStore(t *testing.T) {
-	sharded, err := it.OpenShardedStore(context.Background(), []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+	sharded, err := it.OpenShardedStore(context.Background(), []kv.Store{it.NewMemoryStore(), it.NewMemoryStore()})
 	require.NoError(t, err)
 	s := &callCounter{Store: sharded}
 	tbl := openWith(t, s, eventualIndexes([]it.Index[person]{indexByName("town")})...)
@@ -211,7 +212,7 @@ func TestMaintainerPartitionIsAnArgument(t *testing.T) {
 // one is refused at once.
 func TestBuildRefusesHugeMaintainerPartitions(t *testing.T) {
 	ctx := context.Background()
-	shards := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	shards := []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
 	s, err := it.OpenShardedStore(ctx, shards)
 	require.NoError(t, err)
 	tbl := openAges(t, s)
@@ -230,7 +231,7 @@ func TestBuildRefusesHugeMaintainerPartitions(t *testing.T) {
 // maintainer's store calls, so that "sustained writes at the maintainer's
 // capacity" depends on no clock and no scheduler.
 type drivenStore struct {
-	it.Store
+	kv.Store
 	hook func()
 }
 
@@ -244,22 +245,22 @@ func (s *drivenStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]byte
 	return s.Store.GetMany(ctx, keys, dst)
 }
 
-func (s *drivenStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+func (s *drivenStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	s.hook()
 	return s.Store.Scan(ctx, r)
 }
 
-func (s *drivenStore) Apply(ctx context.Context, b *it.Batch) error {
+func (s *drivenStore) Apply(ctx context.Context, b *kv.Batch) error {
 	s.hook()
 	return s.Store.Apply(ctx, b)
 }
 
 // queuedChanges returns the keys of the change records in s.
-func queuedChanges(t testing.TB, s it.Store) map[string]bool {
+func queuedChanges(t testing.TB, s kv.Store) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	for k := range storeDump(t, s) {
-		if tup, err := it.DecodeTuple([]byte(k)); err == nil && len(tup) > 1 && tup[1] == int64(3) {
+		if tup, err := kv.DecodeTuple([]byte(k)); err == nil && len(tup) > 1 && tup[1] == int64(3) {
 			out[k] = true
 		}
 	}
@@ -282,11 +283,11 @@ func TestMaintainerKeepsUpUnderSustainedWrites(t *testing.T) {
 	)
 	stores := []struct {
 		name string
-		open func(t *testing.T) it.Store
+		open func(t *testing.T) kv.Store
 	}{
-		{"sharded", func(t *testing.T) it.Store { return newShardedMemory(t, 4, it.WithIndexSharding(it.ShardByHash)) }},
-		{"memory", func(*testing.T) it.Store { return it.NewMemoryStore() }},
-		{"partitioned", func(*testing.T) it.Store { return partitionedStore(it.NewMemoryStore()) }},
+		{"sharded", func(t *testing.T) kv.Store { return newShardedMemory(t, 4, it.WithIndexSharding(it.ShardByHash)) }},
+		{"memory", func(*testing.T) kv.Store { return it.NewMemoryStore() }},
+		{"partitioned", func(*testing.T) kv.Store { return partitionedStore(it.NewMemoryStore()) }},
 	}
 	for _, tc := range stores {
 		t.Run(tc.name, func(t *testing.T) {
@@ -413,7 +414,7 @@ func TestPassTakesWhatWasQueuedBeforeIt(t *testing.T) {
 // given, and calls giveUp, when set, at the lookup of several keys that
 // uses up lookups.
 type refusingStore struct {
-	it.Store
+	kv.Store
 	mu      sync.Mutex
 	refused string
 	applies int
@@ -433,13 +434,13 @@ func (s *refusingStore) applied() int {
 	return s.applies
 }
 
-func (s *refusingStore) Apply(ctx context.Context, b *it.Batch) error {
+func (s *refusingStore) Apply(ctx context.Context, b *kv.Batch) error {
 	s.mu.Lock()
 	s.applies++
 	refused := s.refused
 	s.mu.Unlock()
 	for _, op := range b.Ops() {
-		if k, ok := it.ParseKey(op.Key); refused != "" && op.Kind == it.OpPut && ok && k.Space == it.SpaceIndex && holds(op.Key, refused) {
+		if k, ok := kv.ParseKey(op.Key); refused != "" && op.Kind == kv.OpPut && ok && k.Space == kv.SpaceIndex && holds(op.Key, refused) {
 			return fmt.Errorf("%w: entry %q refused", it.ErrInvalidBatch, op.Key)
 		}
 	}
@@ -466,11 +467,11 @@ func (s *refusingStore) GetMany(ctx context.Context, keys, dst [][]byte) ([][]by
 func TestUnappliableChangeIsSetAside(t *testing.T) {
 	stores := []struct {
 		name string
-		open func(t *testing.T) it.Store
+		open func(t *testing.T) kv.Store
 	}{
-		{"memory", func(*testing.T) it.Store { return it.NewMemoryStore() }},
-		{"partitioned", func(*testing.T) it.Store { return partitionedStore(it.NewMemoryStore()) }},
-		{"sharded", func(t *testing.T) it.Store { return newShardedMemory(t, 4, it.WithIndexSharding(it.ShardByHash)) }},
+		{"memory", func(*testing.T) kv.Store { return it.NewMemoryStore() }},
+		{"partitioned", func(*testing.T) kv.Store { return partitionedStore(it.NewMemoryStore()) }},
+		{"sharded", func(t *testing.T) kv.Store { return newShardedMemory(t, 4, it.WithIndexSharding(it.ShardByHash)) }},
 	}
 	for _, tc := range stores {
 		t.Run(tc.name, func(t *testing.T) {
@@ -615,7 +616,7 @@ func TestUnreadableChangeIsSetAside(t *testing.T) {
 	truncated := mustKey(t, "people", 3, 2, 7)             // record 2, change 7
 	unnamed := append(mustKey(t, "people", 3), 0xFE, 0x01) // no element
 	unknown := mustKey(t, "people", 3, 4, 9)
-	var b it.Batch
+	var b kv.Batch
 	b.Put(truncated, []byte{1})
 	b.Put(unnamed, []byte{1, 0x80})
 	b.Put(unknown, []byte{0xEE})
@@ -665,7 +666,7 @@ func TestUnreadableChangeIsSetAside(t *testing.T) {
 
 // holds reports whether the tuple key has an element equal to v.
 func holds(key []byte, v any) bool {
-	t, err := it.DecodeTuple(key)
+	t, err := kv.DecodeTuple(key)
 	return err == nil && slices.Contains(t, v)
 }
 

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/google/btree"
+	"github.com/indextable/indextable/kv"
 )
 
 // MemoryStore is the default Store: an ordered in-memory B-tree guarded by a
@@ -69,7 +70,7 @@ const (
 )
 
 var (
-	_ StableStore = (*MemoryStore)(nil)
+	_ kv.StableStore = (*MemoryStore)(nil)
 
 	errMemClosed   = fmt.Errorf("memory store: %w", ErrClosed)
 	errMemNotFound = fmt.Errorf("memory store: %w", ErrNotFound)
@@ -132,8 +133,8 @@ func (m *MemoryStore) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) 
 // under the read lock and yields them with the lock released, so the loop
 // body may read and write the store; each chunk resumes after the last key
 // yielded. The yielded slices are the store's own and must not be modified.
-func (m *MemoryStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
-	return func(yield func(Entry, error) bool) {
+func (m *MemoryStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		// Chunks grow from memFirstChunk to memChunk entries, so a short scan
 		// (a point lookup through an index) costs little.
 		pooled, _ := m.chunks.Get().(*[]memItem)
@@ -147,7 +148,7 @@ func (m *MemoryStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, er
 		after, left, n := r.After, r.Limit, memFirstChunk
 		for {
 			if err := memCtxErr(ctx); err != nil {
-				yield(Entry{}, err)
+				yield(kv.Entry{}, err)
 				return
 			}
 			if r.Limit > 0 && left < n {
@@ -155,11 +156,11 @@ func (m *MemoryStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, er
 			}
 			var err error
 			if chunk, err = m.scanChunk(r, after, chunk[:0], n); err != nil {
-				yield(Entry{}, err)
+				yield(kv.Entry{}, err)
 				return
 			}
 			for _, it := range chunk {
-				if !yield(Entry{Key: it.key(), Value: it.value()}, nil) {
+				if !yield(kv.Entry{Key: it.key(), Value: it.value()}, nil) {
 					return
 				}
 			}
@@ -175,7 +176,7 @@ func (m *MemoryStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, er
 
 // scanChunk appends to dst up to n entries of r that come strictly after
 // after in scan order (from the start of r when after is nil).
-func (m *MemoryStore) scanChunk(r ScanRange, after []byte, dst []memItem, n int) ([]memItem, error) {
+func (m *MemoryStore) scanChunk(r kv.ScanRange, after []byte, dst []memItem, n int) ([]memItem, error) {
 	// The walk starts at pivot, skipping a key equal to it when skip is set,
 	// and stops at stop (exclusive both ways: End going up, below Start going
 	// down).
@@ -230,7 +231,7 @@ func (m *MemoryStore) scanChunk(r ScanRange, after []byte, dst []memItem, n int)
 // Apply applies b atomically. Under the write lock it checks every
 // expectation before writing anything; a failed expectation returns an error
 // wrapping ErrConflict that names the key, and nothing is applied.
-func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
+func (m *MemoryStore) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := memCtxErr(ctx); err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 			return fmt.Errorf("%w: memory store: a key or value of %d bytes (at most 4 GiB - 2)", ErrInvalidBatch, max(len(op.Key), len(op.Value)))
 		}
 	}
-	if err := CheckBatch(b); err != nil {
+	if err := kv.CheckBatch(b); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -258,7 +259,7 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 				m.expected = it
 			}
 		}
-		if err := CheckExpectation(op, it.value()); err != nil {
+		if err := kv.CheckExpectation(op, it.value()); err != nil {
 			return fmt.Errorf("memory store: %w", err)
 		}
 	}
@@ -267,11 +268,11 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 			m.expected = memItem{}
 		}
 		switch op.Kind {
-		case OpPut:
+		case kv.OpPut:
 			buf := make([]byte, max(len(op.Key)+len(op.Value), 1)) // p is never nil
 			copy(buf[copy(buf, op.Key):], op.Value)
 			m.tree.ReplaceOrInsert(memItem{p: &buf[0], klen: uint32(len(op.Key)), vlen: uint32(len(op.Value))})
-		case OpDelete:
+		case kv.OpDelete:
 			m.tree.Delete(memKey(op.Key))
 		}
 	}
@@ -279,11 +280,12 @@ func (m *MemoryStore) Apply(ctx context.Context, b *Batch) error {
 }
 
 // StableValues returns true: Apply copies what it stores into memory that
-// is never written again, so what reads return may be kept (StableStore).
+// is never written again, so what reads return may be kept
+// (kv.StableStore).
 func (m *MemoryStore) StableValues() bool { return true }
 
 // Atomicity returns the zero Atomicity: any batch applies atomically.
-func (m *MemoryStore) Atomicity() Atomicity { return Atomicity{} }
+func (m *MemoryStore) Atomicity() kv.Atomicity { return kv.Atomicity{} }
 
 // Close drops the stored data. Later calls return ErrClosed; a second Close
 // returns nil.

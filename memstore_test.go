@@ -7,12 +7,13 @@ import (
 
 	"github.com/indextable/indextable"
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestMemoryStore(t *testing.T) {
-	storetest.TestStore(t, func(*testing.T) indextable.Store { return indextable.NewMemoryStore() })
+	storetest.TestStore(t, func(*testing.T) kv.Store { return indextable.NewMemoryStore() })
 }
 
 // memBoundedStore gives a MemoryStore a bounded atomicity scope, like Azure
@@ -21,9 +22,11 @@ type memBoundedStore struct{ *indextable.MemoryStore }
 
 func firstBytePartition(key []byte) []byte { return key[:min(len(key), 1)] }
 
-func (memBoundedStore) Atomicity() indextable.Atomicity { return memBoundedScope }
+var memBoundedScope = kv.Atomicity{Partition: firstBytePartition, MaxOps: 10, MaxBytes: 1 << 10}
 
-func (s memBoundedStore) Apply(ctx context.Context, b *indextable.Batch) error {
+func (memBoundedStore) Atomicity() kv.Atomicity { return memBoundedScope }
+
+func (s memBoundedStore) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := memBoundedScope.Allows(b); err != nil {
 		return err
 	}
@@ -31,13 +34,13 @@ func (s memBoundedStore) Apply(ctx context.Context, b *indextable.Batch) error {
 }
 
 func TestMemoryStoreBoundedScope(t *testing.T) {
-	storetest.TestStore(t, func(*testing.T) indextable.Store { return memBoundedStore{indextable.NewMemoryStore()} })
+	storetest.TestStore(t, func(*testing.T) kv.Store { return memBoundedStore{indextable.NewMemoryStore()} })
 }
 
 func TestMemoryStoreLenAndConflict(t *testing.T) {
 	ctx := context.Background()
 	s := indextable.NewMemoryStore()
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("a"), []byte("1"))
 	b.Put([]byte("b"), nil)
 	require.NoError(t, s.Apply(ctx, &b))
@@ -55,12 +58,14 @@ func TestMemoryStoreLenAndConflict(t *testing.T) {
 	require.Zero(t, s.Len())
 }
 
+const memBenchKeys = 100_000
+
 // memBenchStore returns a MemoryStore holding memBenchKeys keys, and the keys.
 func memBenchStore(b *testing.B) (*indextable.MemoryStore, [][]byte) {
 	s := indextable.NewMemoryStore()
 	b.Cleanup(func() { s.Close() })
 	keys := make([][]byte, memBenchKeys)
-	var batch indextable.Batch
+	var batch kv.Batch
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "key%08d", i)
 		batch.Put(keys[i], fmt.Appendf(nil, "value%08d", i))
@@ -89,7 +94,7 @@ func BenchmarkMemoryStoreScan100(b *testing.B) {
 	ctx := context.Background()
 	for i := range b.N {
 		n := 0
-		for _, err := range s.Scan(ctx, indextable.ScanRange{Start: keys[memSpread(i, memBenchKeys-100)], Limit: 100}) {
+		for _, err := range s.Scan(ctx, kv.ScanRange{Start: keys[memSpread(i, memBenchKeys-100)], Limit: 100}) {
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -105,7 +110,7 @@ func BenchmarkMemoryStoreApply(b *testing.B) {
 	s, keys := memBenchStore(b)
 	ctx := context.Background()
 	value := []byte("new value")
-	var batch indextable.Batch
+	var batch kv.Batch
 	for i := range b.N {
 		batch.Reset()
 		batch.Put(keys[memSpread(i, memBenchKeys)], value)
@@ -122,17 +127,17 @@ func TestMemoryStoreExpectsWhatWasLastWritten(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	k := []byte("version")
-	apply := func(build func(b *it.Batch)) error {
-		var b it.Batch
+	apply := func(build func(b *kv.Batch)) error {
+		var b kv.Batch
 		build(&b)
 		return s.Apply(ctx, &b)
 	}
-	require.NoError(t, apply(func(b *it.Batch) { b.Put(k, []byte("1")) }))
-	require.NoError(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("1")); b.Put([]byte("other"), nil) }))
-	require.NoError(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("1")); b.Put(k, []byte("2")) }))
-	require.ErrorIs(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("1")) }), it.ErrConflict)
-	require.NoError(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("2")) }))
-	require.NoError(t, apply(func(b *it.Batch) { b.Delete(k) }))
-	require.ErrorIs(t, apply(func(b *it.Batch) { b.ExpectValue(k, []byte("2")) }), it.ErrConflict)
-	require.NoError(t, apply(func(b *it.Batch) { b.ExpectAbsent(k) }))
+	require.NoError(t, apply(func(b *kv.Batch) { b.Put(k, []byte("1")) }))
+	require.NoError(t, apply(func(b *kv.Batch) { b.ExpectValue(k, []byte("1")); b.Put([]byte("other"), nil) }))
+	require.NoError(t, apply(func(b *kv.Batch) { b.ExpectValue(k, []byte("1")); b.Put(k, []byte("2")) }))
+	require.ErrorIs(t, apply(func(b *kv.Batch) { b.ExpectValue(k, []byte("1")) }), it.ErrConflict)
+	require.NoError(t, apply(func(b *kv.Batch) { b.ExpectValue(k, []byte("2")) }))
+	require.NoError(t, apply(func(b *kv.Batch) { b.Delete(k) }))
+	require.ErrorIs(t, apply(func(b *kv.Batch) { b.ExpectValue(k, []byte("2")) }), it.ErrConflict)
+	require.NoError(t, apply(func(b *kv.Batch) { b.ExpectAbsent(k) }))
 }

@@ -3,6 +3,8 @@ package indextable
 import (
 	"bytes"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"reflect"
 )
 
@@ -48,7 +50,7 @@ func (p Placement) String() string {
 // resolvePlacement settles the placement asked of the index ix, whose
 // key fields are fields, in a table whose first primary key field is pk0,
 // over store s.
-func (ix *indexTable) resolvePlacement(asked Placement, fields []string, pk0 field, tablePrefix, factSpace []byte, s Store) error {
+func (ix *indexTable) resolvePlacement(asked Placement, fields []string, pk0 field, tablePrefix, factSpace []byte, s kv.Store) error {
 	leads := len(fields) > 0 && fields[0] == pk0.name
 	switch asked {
 	case InterPartition:
@@ -71,7 +73,7 @@ func (ix *indexTable) resolvePlacement(asked Placement, fields []string, pk0 fie
 	}
 	// Does the store put an entry in its record's partition? Ask it, for a
 	// record whose first key field holds its zero value.
-	sample := appendKeyValue(nil, reflect.Zero(pk0.typ))
+	sample := tuple.AppendValue(nil, reflect.Zero(pk0.typ))
 	record := append(bytes.Clone(factSpace), sample...)
 	entry := append(generationPrefix(tablePrefix, true, ix.name, 1), sample...)
 	if bytes.Equal(partition(record), partition(entry)) {
@@ -92,7 +94,7 @@ func (ix *indexTable) resolvePlacement(asked Placement, fields []string, pk0 fie
 // in another partition than the record), and a record whose key moved
 // there while the index was being built could be neither deleted nor
 // indexed.
-func (ix *indexTable) checkUniquePlacement(pk0 field, s Store) error {
+func (ix *indexTable) checkUniquePlacement(pk0 field, s kv.Store) error {
 	if !ix.unique || ix.intra || s.Atomicity().Partition == nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
@@ -26,16 +27,16 @@ type film struct {
 // no index entry shares its record's.
 type apart struct{ *it.MemoryStore }
 
-func (apart) Atomicity() it.Atomicity {
-	return it.Atomicity{Partition: func(k []byte) []byte { return k }}
+func (apart) Atomicity() kv.Atomicity {
+	return kv.Atomicity{Partition: func(k []byte) []byte { return k }}
 }
 
-func openFilms(t testing.TB, s it.Store, indexes ...it.Index[film]) (*it.Table[film], error) {
+func openFilms(t testing.TB, s kv.Store, indexes ...it.Index[film]) (*it.Table[film], error) {
 	t.Helper()
 	return openFilmsLeased(t, s, testLease, indexes...)
 }
 
-func openFilmsLeased(t testing.TB, s it.Store, lease time.Duration, indexes ...it.Index[film]) (*it.Table[film], error) {
+func openFilmsLeased(t testing.TB, s kv.Store, lease time.Duration, indexes ...it.Index[film]) (*it.Table[film], error) {
 	t.Helper()
 	return it.Open(context.Background(), s, it.Schema[film]{SchemaLease: lease, Name: "films", PrimaryKey: []string{"Genre", "Title"}, Indexes: indexes})
 }
@@ -45,10 +46,10 @@ func TestPlacementIsResolvedForTheStore(t *testing.T) {
 	other := it.Index[film]{Name: "ix", Fields: []string{"Year"}}
 	computed := it.Index[film]{Name: "ix", Key: func(f film) []it.Tuple { return []it.Tuple{{f.Genre, f.Year}} }}
 	with := func(ix it.Index[film], p it.Placement) it.Index[film] { ix.Placement = p; return ix }
-	stores := map[string]func() it.Store{
-		"memory":      func() it.Store { return it.NewMemoryStore() },
-		"partitioned": func() it.Store { return partitionedStore(it.NewMemoryStore()) },
-		"apart":       func() it.Store { return apart{it.NewMemoryStore()} },
+	stores := map[string]func() kv.Store{
+		"memory":      func() kv.Store { return it.NewMemoryStore() },
+		"partitioned": func() kv.Store { return partitionedStore(it.NewMemoryStore()) },
+		"apart":       func() kv.Store { return apart{it.NewMemoryStore()} },
 	}
 	for _, tc := range []struct {
 		store string
@@ -161,10 +162,10 @@ func TestPlacementChangeRebuilds(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
 	count := func(space int64) int {
-		prefix, err := it.EncodeTuple("films", space)
+		prefix, err := kv.EncodeTuple("films", space)
 		require.NoError(t, err)
 		n := 0
-		for _, err := range s.Scan(ctx, it.ScanRange{Start: prefix, End: append(prefix, 0xff)}) {
+		for _, err := range s.Scan(ctx, kv.ScanRange{Start: prefix, End: append(prefix, 0xff)}) {
 			require.NoError(t, err)
 			n++
 		}
@@ -248,14 +249,14 @@ func TestBuildKeepsUniqueKeysApart(t *testing.T) {
 
 // racing runs hook, once, before the first batch that expects two records.
 type racing struct {
-	it.Store
+	kv.Store
 	hook func()
 }
 
-func (s *racing) Apply(ctx context.Context, b *it.Batch) error {
+func (s *racing) Apply(ctx context.Context, b *kv.Batch) error {
 	facts := 0
 	for _, op := range b.Ops() {
-		if k, ok := it.ParseKey(op.Key); ok && k.Space == it.SpaceRecords && k.Lead != nil && !op.IsWrite() {
+		if k, ok := kv.ParseKey(op.Key); ok && k.Space == kv.SpaceRecords && k.Lead != nil && !op.IsWrite() {
 			facts++
 		}
 	}
@@ -301,7 +302,7 @@ type small struct {
 	maxOps int
 }
 
-func (s small) Atomicity() it.Atomicity { return it.Atomicity{MaxOps: s.maxOps} }
+func (s small) Atomicity() kv.Atomicity { return kv.Atomicity{MaxOps: s.maxOps} }
 
 // TestBuildOnAStoreWithSmallBatches: where not even one record and its
 // entries fit a batch with the catalog, Build goes record by record, and

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"hash/fnv"
 	"iter"
 	"math"
@@ -111,7 +113,7 @@ const fetchChunk = 64
 // scanPlan is a query compiled against the schema.
 type scanPlan struct {
 	ix           *indexTable // nil for the fact table
-	r            ScanRange
+	r            kv.ScanRange
 	table, index string
 	buf          []byte // holds r.Start and r.End, reused by the next plan
 	eq           []byte // the encoded Eq, in buf
@@ -151,7 +153,7 @@ func (t *Table[T]) compileWhere(q Query, p *scanPlan) error {
 		if err != nil {
 			return wrapErrorf(ErrInvalidQuery, err, "Where %q", name)
 		}
-		want, err := AppendElement(nil, w)
+		want, err := kv.AppendElement(nil, w)
 		if err != nil {
 			return wrapErrorf(ErrInvalidQuery, err, "Where %q", name)
 		}
@@ -223,28 +225,28 @@ func (t *Table[T]) compile(q Query, p *scanPlan) error {
 	if cap(p.buf) < 2*len(prefix)+64 {
 		p.buf = make([]byte, 0, 2*len(prefix)+64)
 	}
-	eq, err := AppendTuple(append(p.buf, prefix...), q.Eq...)
+	eq, err := kv.AppendTuple(append(p.buf, prefix...), q.Eq...)
 	if err != nil {
 		return wrapErrorf(ErrInvalidQuery, err, "")
 	}
 	p.buf = eq[:0] // keep a buffer that grew for the next plan
 	p.eq = eq[len(prefix):]
 	// A key that extends the tuple encoded as k lies in [k, tupleEnd(k)).
-	p.r.Start, p.r.End = eq, appendTupleEnd(eq[len(eq):], eq) // the end after the start, in p.buf
+	p.r.Start, p.r.End = eq, tuple.AppendEnd(eq[len(eq):], eq) // the end after the start, in p.buf
 	if q.Lower != nil {
-		if p.r.Start, err = AppendElement(bytes.Clone(eq), q.Lower.Value); err != nil {
+		if p.r.Start, err = kv.AppendElement(bytes.Clone(eq), q.Lower.Value); err != nil {
 			return wrapErrorf(ErrInvalidQuery, err, "lower bound")
 		}
 		if q.Lower.Exclusive {
-			p.r.Start = tupleEnd(p.r.Start)
+			p.r.Start = tuple.End(p.r.Start)
 		}
 	}
 	if q.Upper != nil {
-		if p.r.End, err = AppendElement(bytes.Clone(eq), q.Upper.Value); err != nil {
+		if p.r.End, err = kv.AppendElement(bytes.Clone(eq), q.Upper.Value); err != nil {
 			return wrapErrorf(ErrInvalidQuery, err, "upper bound")
 		}
 		if !q.Upper.Exclusive {
-			p.r.End = tupleEnd(p.r.End)
+			p.r.End = tuple.End(p.r.End)
 		}
 	}
 	p.r.Reverse = q.Reverse
@@ -328,7 +330,7 @@ func (p *scanPlan) decodeCursor(s string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: it belongs to another query", ErrInvalidCursor)
 	}
 	key := body[9:]
-	if !(ScanRange{Start: p.r.Start, End: p.r.End}).Contains(key) {
+	if !(kv.ScanRange{Start: p.r.Start, End: p.r.End}).Contains(key) {
 		return nil, fmt.Errorf("%w: its position is outside the query's range", ErrInvalidCursor)
 	}
 	return key, nil
@@ -519,7 +521,7 @@ func (t *Table[T]) prepare(ctx context.Context, q Query, rd *reader[T]) error {
 		var within []byte
 		if ix.intra && len(q.Eq) > 0 {
 			k := rd.plan.r.Start[len(ix.prefix):]
-			if _, rest, err := DecodeElement(k); err == nil {
+			if _, rest, err := kv.DecodeElement(k); err == nil {
 				within = k[:len(k)-len(rest)]
 			}
 		}

@@ -17,12 +17,13 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
 func TestQueriesTakeAnyLimit(t *testing.T) {
 	ctx := context.Background()
-	stores := map[string]it.Store{"memory": it.NewMemoryStore(), "one shard": newShardedMemory(t, 1), "three shards": newShardedMemory(t, 3)}
+	stores := map[string]kv.Store{"memory": it.NewMemoryStore(), "one shard": newShardedMemory(t, 1), "three shards": newShardedMemory(t, 3)}
 	for name, s := range stores {
 		t.Run(name, func(t *testing.T) {
 			// No unique index: a sharded store cannot check one.
@@ -425,7 +426,7 @@ func fuzzRecord(r *rand.Rand, id int, isJSON, sharded bool) fuzzRec {
 // records: some after the "late" index was added, which is write-only, and
 // some left queued for the Eventual index and any other the store
 // queues for.
-func openFuzzTable(t testing.TB, s it.Store, codec it.Codec, seed uint64) *it.Table[fuzzRec] {
+func openFuzzTable(t testing.TB, s kv.Store, codec it.Codec, seed uint64) *it.Table[fuzzRec] {
 	ctx := context.Background()
 	_, isJSON := codec.(it.JSONCodec)
 	_, sharded := s.(*it.ShardedStore)
@@ -632,11 +633,11 @@ type fuzzTable struct {
 // store that reuses its scans' memory, JSON-coded over three shards.
 func openFuzzTables(t testing.TB) []fuzzTable {
 	ctx := context.Background()
-	sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+	sharded, err := it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 	require.NoError(t, err)
 	var tables []fuzzTable
 	for i, s := range []struct {
-		store it.Store
+		store kv.Store
 		codec it.Codec
 	}{{reusingStore{it.NewMemoryStore()}, &it.BinaryCodec{}}, {sharded, it.JSONCodec{}}} {
 		ft := fuzzTable{tbl: openFuzzTable(t, s.store, s.codec, uint64(i)), byID: map[int]fuzzRec{}}
@@ -929,8 +930,8 @@ func TestReadOverlappingADisablingFails(t *testing.T) {
 				require.NoError(t, err)
 			}
 			disabled := false
-			s.onScan = func(e it.Entry) {
-				if k, ok := it.ParseKey(e.Key); !disabled && ok && k.Space == it.SpaceIndex && k.Index != nil {
+			s.onScan = func(e kv.Entry) {
+				if k, ok := kv.ParseKey(e.Key); !disabled && ok && k.Space == kv.SpaceIndex && k.Index != nil {
 					disabled = true
 					require.NoError(t, tbl.DisableIndex(ctx, index))
 				}
@@ -1382,7 +1383,7 @@ func TestEqualKeysInPrimaryKeyOrder(t *testing.T) {
 	ctx := context.Background()
 	for _, s := range []struct {
 		name  string
-		store it.Store
+		store kv.Store
 	}{{"memory", it.NewMemoryStore()}, {"sharded", newShardedMemory(t, 3)}} {
 		tbl, err := it.Open(ctx, s.store, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"},
 			Indexes: []it.Index[person]{

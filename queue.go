@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"math/rand/v2"
 	"time"
 )
@@ -209,7 +211,7 @@ func decodeChange(key, value []byte) (change, error) {
 
 // enqueue adds to b the change record of a write to the record with encoded
 // primary key pk, whose fact value was before (existed false: none).
-func (t *Table[T]) enqueue(b *Batch, pk, before []byte, existed bool, scope byte) {
+func (t *Table[T]) enqueue(b *kv.Batch, pk, before []byte, existed bool, scope byte) {
 	key, value := t.changeRecord(pk, before, existed, scope)
 	b.Put(key, value)
 }
@@ -233,7 +235,7 @@ func (t *Table[T]) recordOf(key, space []byte) ([]byte, error) {
 	rest := key[len(space):]
 	off := 0
 	for range t.pk {
-		n, err := ElementLen(rest[off:])
+		n, err := kv.ElementLen(rest[off:])
 		if err != nil {
 			return nil, fmt.Errorf("table %q: change record %q: %w", t.name, key, err)
 		}
@@ -266,7 +268,7 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 	}
 	var l Lag
 	var oldest time.Time
-	note := func(e Entry) {
+	note := func(e kv.Entry) {
 		if setAside(e.Value) {
 			l.SetAside++
 			return
@@ -286,7 +288,7 @@ func (t *Table[T]) Lag(ctx context.Context) (Lag, error) {
 			note(e)
 		}
 	} else {
-		for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+		for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 			if err != nil {
 				return Lag{}, err
 			}
@@ -404,7 +406,7 @@ func (t *Table[T]) queuedKeys(ctx context.Context, scope byte) ([][]byte, error)
 		return nil
 	}
 	if !t.hinted() {
-		for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+		for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 			if err == nil {
 				err = add(e.Key, e.Value)
 			}
@@ -519,10 +521,10 @@ func (t *Table[T]) pendingRecords(ctx context.Context, dst [][]byte, within []by
 		}
 		return dst, false, nil
 	}
-	r := ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: maxPendingChecked + 1}
+	r := kv.ScanRange{Start: t.queueSpace, End: t.queueEnd, Limit: maxPendingChecked + 1}
 	if within != nil {
 		r.Start = append(bytes.Clone(t.queueSpace), within...)
-		r.End = tupleEnd(r.Start)
+		r.End = tuple.End(r.Start)
 	}
 	for e, err := range t.store.Scan(ctx, r) {
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,9 +65,9 @@ func TestChangeOfAnUnknownIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := generationPrefix(tbl.prefix, false, "gone", 1)
-	pk := appendString(nil, "1")
-	for _, named := range [][]byte{gone, appendString(bytes.Clone(gone), "x")} {
-		var b Batch
+	pk := tuple.AppendString(nil, "1")
+	for _, named := range [][]byte{gone, tuple.AppendString(bytes.Clone(gone), "x")} {
+		var b kv.Batch
 		tbl.enqueue(&b, pk, named, true, scopeIndex)
 		if err := s.Apply(ctx, &b); err != nil {
 			t.Fatal(err)
@@ -93,8 +95,8 @@ func TestApplyQueuedFailsOnAChangeSetAside(t *testing.T) {
 	_, err = tbl.Insert(ctx, rec{"1", "R"})
 	require.NoError(t, err)
 	prefix := tbl.indexes.load().indexes[0].prefix
-	key, value := tbl.changeRecord(appendString(nil, "1"), prefix, true, scopeIndex)
-	var b Batch
+	key, value := tbl.changeRecord(tuple.AppendString(nil, "1"), prefix, true, scopeIndex)
+	var b kv.Batch
 	b.Put(key, encodeFailed(failure{count: 3, setAside: true, cause: failedInvalidBatch, reason: "indextable: invalid batch: too long"}, value))
 	require.NoError(t, s.Apply(ctx, &b))
 	err = tbl.applyQueued(ctx, MaintainerOptions{})

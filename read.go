@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"iter"
 	"math"
 	"reflect"
@@ -41,13 +43,13 @@ func (t *Table[T]) read(ctx context.Context, rd *reader[T], q Query, onKey func(
 // non-unique entry's key is followed by its primary key: the entry of key
 // ("a") of record 5 reads as key ("a", 5), and lies in the range of a
 // query for it.
-func (t *Table[T]) shortKey(p *scanPlan, e Entry) (bool, error) {
+func (t *Table[T]) shortKey(p *scanPlan, e kv.Entry) (bool, error) {
 	if p.fixed == 0 {
 		return false, nil
 	}
 	n := 0
 	for off := len(p.ix.prefix); off < len(e.Key); n++ {
-		l, err := ElementLen(e.Key[off:])
+		l, err := kv.ElementLen(e.Key[off:])
 		if err != nil {
 			return false, err
 		}
@@ -151,7 +153,7 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 // is checked as in the first; a store's own scan already resumes after a
 // key between pages (the memory store's chunks, Azure's continuation
 // tokens), so rounds are no less consistent than one scan.
-func (t *Table[T]) scanRounds(ctx context.Context, rd *reader[T], r ScanRange) iter.Seq2[Entry, error] {
+func (t *Table[T]) scanRounds(ctx context.Context, rd *reader[T], r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	first := rd.firstRound()
 	if first == 0 {
 		return t.store.Scan(ctx, r)
@@ -169,20 +171,20 @@ func (t *Table[T]) scanRounds(ctx context.Context, rd *reader[T], r ScanRange) i
 // pooled reader with the functions bound to it, so that a read allocates
 // nothing for it.
 type rounds struct {
-	store Store
+	store kv.Store
 	ctx   context.Context
-	r     ScanRange // of the round being read
-	n     int       // entries it yielded so far
-	yield func(Entry, error) bool
+	r     kv.ScanRange // of the round being read
+	n     int          // entries it yielded so far
+	yield func(kv.Entry, error) bool
 	ended bool // yield returned false
 	// after holds the last key of a round (after[1]) and of the one before
 	// it, which the round being read may still be using as r.After.
 	after [2][]byte
-	all   iter.Seq2[Entry, error] // scan
-	entry func(Entry, error) bool // next
+	all   iter.Seq2[kv.Entry, error] // scan
+	entry func(kv.Entry, error) bool // next
 }
 
-func (s *rounds) scan(yield func(Entry, error) bool) {
+func (s *rounds) scan(yield func(kv.Entry, error) bool) {
 	s.yield, s.ended = yield, false
 	for {
 		s.n = 0
@@ -200,7 +202,7 @@ func (s *rounds) scan(yield func(Entry, error) bool) {
 	s.yield = nil
 }
 
-func (s *rounds) next(e Entry, err error) bool {
+func (s *rounds) next(e kv.Entry, err error) bool {
 	if s.ended {
 		return false
 	}
@@ -316,7 +318,7 @@ func (rd *reader[T]) matches() bool {
 		if !fv.IsValid() {
 			return false
 		}
-		rd.whereBuf = appendKeyValue(rd.whereBuf[:0], fv)
+		rd.whereBuf = tuple.AppendValue(rd.whereBuf[:0], fv)
 		if !bytes.Equal(rd.whereBuf, c.want) {
 			return false
 		}
@@ -379,7 +381,7 @@ type fetcher[T any] struct {
 // is buf[start:mid] and its entry key buf[mid:end].
 type pendingFact struct{ start, mid, end int }
 
-func (f *fetcher[T]) add(e Entry) error {
+func (f *fetcher[T]) add(e kv.Entry) error {
 	pk, _, err := f.ix.decodeEntry(e.Key, e.Value, len(f.t.pk))
 	if err != nil {
 		return err
@@ -496,7 +498,7 @@ func ownsEntry(ix *indexTable, keys [][]byte, entryKey, pk []byte) bool {
 // decodeIfPending decodes entry e of rd's index into rd.rec: from the entry
 // itself, unless its record is one of rd.pending, whose record is then read
 // and decoded whole, and reported as not owning e if its keys moved on.
-func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) (bool, error) {
+func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e kv.Entry) (bool, error) {
 	ix := rd.plan.ix
 	if !rd.mayBePending(e) {
 		return true, t.decodeDirect(ix, e, &rd.rec)
@@ -521,7 +523,7 @@ func (t *Table[T]) decodeIfPending(ctx context.Context, rd *reader[T], e Entry) 
 // mayBePending reports whether entry e may belong to a record of
 // rd.pending: cheaply, by the bytes its key ends with (a false match only
 // costs a check), or, in a unique entry, by the primary key in its value.
-func (rd *reader[T]) mayBePending(e Entry) bool {
+func (rd *reader[T]) mayBePending(e kv.Entry) bool {
 	if ix := rd.plan.ix; ix.unique {
 		own, _, err := ix.decodeUnique(e.Value)
 		return err != nil || slices.ContainsFunc(rd.pending, func(pk []byte) bool { return bytes.Equal(pk, own) })
@@ -536,7 +538,7 @@ func (rd *reader[T]) mayBePending(e Entry) bool {
 
 // decodeDirect decodes into rec a record from a fact table entry (ix nil)
 // or a full-copy entry, or the covered fields of any index entry.
-func (t *Table[T]) decodeDirect(ix *indexTable, e Entry, rec *T) error {
+func (t *Table[T]) decodeDirect(ix *indexTable, e kv.Entry, rec *T) error {
 	var payload []byte
 	var err error
 	switch {
@@ -626,9 +628,9 @@ func decodeFields(s string, b []byte, off int, rv reflect.Value, fields []field)
 		var n int
 		var err error
 		if f.multi {
-			n, err = elemLen(b, off)
+			n, err = tuple.ElementLenAt(b, off)
 		} else {
-			n, err = decodeKeyInto(s, b, off, f.settable(rv))
+			n, err = tuple.DecodeValueAt(s, b, off, f.settable(rv))
 		}
 		if err != nil {
 			return 0, err

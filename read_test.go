@@ -12,6 +12,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,11 +61,11 @@ func TestReadsCostWhatTheStrategySays(t *testing.T) {
 // concurrent write at a chosen point of a read.
 type hookStore struct {
 	*it.MemoryStore
-	onScan func(it.Entry)
+	onScan func(kv.Entry)
 }
 
-func (s hookStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
-	return func(yield func(it.Entry, error) bool) {
+func (s hookStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		for e, err := range s.MemoryStore.Scan(ctx, r) {
 			if !yield(e, err) {
 				return
@@ -87,7 +88,7 @@ func TestNormalizedReadsSkipRecordsThatMovedOn(t *testing.T) {
 		require.NoError(t, err)
 	}
 	moved := false
-	s.onScan = func(it.Entry) {
+	s.onScan = func(kv.Entry) {
 		if !moved {
 			// The first entry has been read; record 2 leaves Redmond before the
 			// read fetches the records.
@@ -126,10 +127,10 @@ func TestReadAllocations(t *testing.T) {
 	} {
 		for _, stable := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stable=%t", st.name, stable), func(t *testing.T) {
-				var s it.Store = it.NewMemoryStore()
+				var s kv.Store = it.NewMemoryStore()
 				perRecord := 0.0
 				if !stable {
-					s, perRecord = struct{ it.Store }{s}, 1 // hides StableValues
+					s, perRecord = struct{ kv.Store }{s}, 1 // hides StableValues
 				}
 				tbl, err := it.Open(ctx, s, it.Schema[Customer]{
 					SchemaLease: testLease,
@@ -168,14 +169,14 @@ func TestReadAllocations(t *testing.T) {
 // reusingStore yields each scanned entry from one buffer that it scribbles
 // over once the loop body returns, as a store whose iterator reuses its
 // memory may; it does not say StableValues.
-type reusingStore struct{ it.Store }
+type reusingStore struct{ kv.Store }
 
-func (s reusingStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
-	return func(yield func(it.Entry, error) bool) {
+func (s reusingStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		var buf []byte
 		for e, err := range s.Store.Scan(ctx, r) {
 			buf = append(append(buf[:0], e.Key...), e.Value...)
-			e = it.Entry{Key: buf[:len(e.Key)], Value: buf[len(e.Key):]}
+			e = kv.Entry{Key: buf[:len(e.Key)], Value: buf[len(e.Key):]}
 			ok := yield(e, err)
 			for i := range buf {
 				buf[i] = 0xEE
@@ -192,13 +193,13 @@ func (s reusingStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Ent
 // and the fact table, with both codecs, alone and as a shard.
 func TestRecordsOutliveScanEntries(t *testing.T) {
 	ctx := context.Background()
-	stable, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+	stable, err := it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), it.NewMemoryStore()})
 	require.NoError(t, err)
 	require.True(t, stable.StableValues(), "memory shards keep their values")
 	for i, c := range []it.Codec{&it.BinaryCodec{}, it.JSONCodec{}, &it.BinaryCodec{}} {
-		var s it.Store = reusingStore{it.NewMemoryStore()}
+		var s kv.Store = reusingStore{it.NewMemoryStore()}
 		if i == 2 { // a shard that reuses its memory makes the sharded store copy
-			sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), s})
+			sharded, err := it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), s})
 			require.NoError(t, err)
 			require.False(t, sharded.StableValues())
 			s = sharded
@@ -295,13 +296,13 @@ func TestCoveredReadsAtLengthBoundaries(t *testing.T) {
 // when that is smaller, and is read whole before any of it is yielded. A
 // counting store under it counts the entries the pages read, which a
 // read that stops early still paid for.
-type pagingStore struct{ it.Store }
+type pagingStore struct{ kv.Store }
 
 const pagingStoreSize = 1000
 
-func (s pagingStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
-	return func(yield func(it.Entry, error) bool) {
-		var page []it.Entry
+func (s pagingStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
+		var page []kv.Entry
 		for left := r.Limit; ; {
 			n := pagingStoreSize
 			if r.Limit > 0 {
@@ -312,10 +313,10 @@ func (s pagingStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entr
 			page = page[:0]
 			for e, err := range s.Store.Scan(ctx, pr) {
 				if err != nil {
-					yield(it.Entry{}, err)
+					yield(kv.Entry{}, err)
 					return
 				}
-				page = append(page, it.Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+				page = append(page, kv.Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
 			}
 			for _, e := range page {
 				if !yield(e, nil) {

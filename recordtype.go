@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/kv"
 	"go/token"
 	"reflect"
 	"strconv"
@@ -255,7 +256,7 @@ func (t *Table[T]) writeRecordType(ctx context.Context) error {
 	for _, f := range t.pk {
 		elems = append(elems, f.name)
 	}
-	want, err := EncodeTuple(elems...)
+	want, err := kv.EncodeTuple(elems...)
 	if err != nil {
 		panic(err) // every element has a supported type
 	}
@@ -268,7 +269,7 @@ func (t *Table[T]) writeRecordType(ctx context.Context) error {
 		if bytes.Equal(have, want) {
 			return nil
 		}
-		var b Batch
+		var b kv.Batch
 		if have != nil {
 			b.ExpectValue(key, have)
 		} else {
@@ -285,7 +286,7 @@ func (t *Table[T]) writeRecordType(ctx context.Context) error {
 // readRecordType returns the codec name, type descriptor and primary key
 // fields that the table with prefix keeps: empty strings when it keeps no
 // record type, and no fields when it keeps no primary key (format 1 kept none).
-func readRecordType(ctx context.Context, store Store, tablePrefix []byte) (codec, desc string, pk []string, err error) {
+func readRecordType(ctx context.Context, store kv.Store, tablePrefix []byte) (codec, desc string, pk []string, err error) {
 	v, err := store.Get(ctx, recordTypeKey(tablePrefix))
 	if errors.Is(err, ErrNotFound) {
 		return "", "", nil, nil
@@ -294,7 +295,7 @@ func readRecordType(ctx context.Context, store Store, tablePrefix []byte) (codec
 		return "", "", nil, err
 	}
 	bad := fmt.Errorf("%w: %w: %q", ErrCodec, errRecordType, v)
-	t, err := DecodeTuple(v)
+	t, err := decodeTuple(v)
 	if err != nil || len(t) < 3 {
 		return "", "", nil, bad
 	}

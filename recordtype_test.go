@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -165,9 +166,9 @@ type rtPriced struct {
 }
 
 // refusingStore refuses every batch, as a store opened read-only does.
-type refusingStore struct{ Store }
+type refusingStore struct{ kv.Store }
 
-func (refusingStore) Apply(context.Context, *Batch) error { return errors.New("read-only") }
+func (refusingStore) Apply(context.Context, *kv.Batch) error { return errors.New("read-only") }
 
 // TestRecordTypeKeepsThePrimaryKey: a table keeps its primary key fields with
 // its record type, in order, with indexes or none, and with no record type for a
@@ -178,21 +179,21 @@ func TestRecordTypeKeepsThePrimaryKey(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
-		open     func(Store) error
+		open     func(kv.Store) error
 		pk       []string
 		codec    string
 		withType bool
 	}{
-		{"no index", func(s Store) error {
+		{"no index", func(s kv.Store) error {
 			_, err := Open(ctx, s, Schema[rtVisit]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}})
 			return err
 		}, []string{"ID"}, "json", true},
-		{"a composite primary key", func(s Store) error {
+		{"a composite primary key", func(s kv.Store) error {
 			_, err := Open(ctx, s, Schema[rtVisit]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"Region", "ID"}, Codec: &BinaryCodec{},
 				Indexes: []Index[rtVisit]{{Name: "age", Fields: []string{"Age"}}}})
 			return err
 		}, []string{"Region", "ID"}, "binary", true},
-		{"no record type", func(s Store) error {
+		{"no record type", func(s kv.Store) error {
 			_, err := Open(ctx, s, Schema[rtPriced]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"ID"}})
 			return err
 		}, []string{"ID"}, "", false},
@@ -230,9 +231,9 @@ func TestRecordTypeOfFormat1Decodes(t *testing.T) {
 			require.NoError(t, err)
 			desc, err := describeType(nil, reflect.TypeFor[rtVisit](), true)
 			require.NoError(t, err)
-			old, err := EncodeTuple(int64(1), "json", string(desc))
+			old, err := kv.EncodeTuple(int64(1), "json", string(desc))
 			require.NoError(t, err)
-			var b Batch
+			var b kv.Batch
 			b.Put(recordTypeKey(tablePrefix("t")), old)
 			require.NoError(t, s.Apply(ctx, &b))
 
@@ -264,9 +265,9 @@ func TestRecordTypeRefusesMalformedPrimaryKeys(t *testing.T) {
 		{int64(3), "json", "struct{}", "ID"},
 	} {
 		s := NewMemoryStore()
-		enc, err := EncodeTuple(v...)
+		enc, err := kv.EncodeTuple(v...)
 		require.NoError(t, err)
-		var b Batch
+		var b kv.Batch
 		b.Put(recordTypeKey(tablePrefix("t")), enc)
 		require.NoError(t, s.Apply(ctx, &b))
 		_, err = ReadCatalog(ctx, s)
@@ -286,7 +287,7 @@ func TestAdviseKnowsThePrimaryKeyOnAStoreThatRefusesWrites(t *testing.T) {
 		_, err := tbl.Insert(ctx, rtVisit{ID: i})
 		require.NoError(t, err)
 	}
-	var b Batch
+	var b kv.Batch
 	b.Delete(recordTypeKey(tablePrefix("t")))
 	require.NoError(t, s.Apply(ctx, &b))
 

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/kv"
 	"slices"
 	"time"
 )
@@ -52,8 +53,8 @@ func (t *Table[T]) readVersion(ctx context.Context) ([]byte, error) {
 
 // bumpVersion adds to b the change of the schema version from old (nil:
 // none stored) to the next, which it returns.
-func (t *Table[T]) bumpVersion(b *Batch, old []byte) []byte {
-	b.expectAsRead(t.versionKey, old)
+func (t *Table[T]) bumpVersion(b *kv.Batch, old []byte) []byte {
+	expectAsRead(b, t.versionKey, old)
 	var n uint64
 	if len(old) >= 8 {
 		n = binary.BigEndian.Uint64(old)
@@ -332,7 +333,7 @@ func (t *Table[T]) hasGenerationsBelow(ctx context.Context, name string, gen int
 		return false, nil // there was none before
 	}
 	for _, intra := range []bool{false, true} {
-		r := ScanRange{Start: indexPrefix(t.prefix, intra, name), End: generationPrefix(t.prefix, intra, name, gen), Limit: 1}
+		r := kv.ScanRange{Start: indexPrefix(t.prefix, intra, name), End: generationPrefix(t.prefix, intra, name, gen), Limit: 1}
 		for _, err := range t.store.Scan(ctx, r) {
 			return err == nil, err
 		}

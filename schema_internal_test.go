@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -136,7 +137,7 @@ func vcSchema() Schema[vcCustomer] {
 // fixture.Bench's (the values pinned by fixture's TestPopulation).
 func TestVersionConditionWorkload(t *testing.T) {
 	ctx := context.Background()
-	insert := func(versioned bool) []Op {
+	insert := func(versioned bool) []kv.Op {
 		s := &batchLog{MemoryStore: NewMemoryStore()}
 		tbl, err := Open(ctx, s, vcSchema())
 		require.NoError(t, err)
@@ -148,7 +149,7 @@ func TestVersionConditionWorkload(t *testing.T) {
 	}
 	with, without := insert(true), insert(false)
 	require.Len(t, with, 5, "the version, the record's absence, the record and two entries")
-	require.Equal(t, OpExpectValue, with[0].Kind)
+	require.Equal(t, kv.OpExpectValue, with[0].Kind)
 	require.Equal(t, schemaVersionKey(tablePrefix("customers")), with[0].Key)
 	require.Len(t, without, len(with)-1)
 	for i, op := range without {
@@ -164,10 +165,10 @@ func TestVersionConditionWorkload(t *testing.T) {
 // was given.
 type batchLog struct {
 	*MemoryStore
-	last []Op
+	last []kv.Op
 }
 
-func (s *batchLog) Apply(ctx context.Context, b *Batch) error {
+func (s *batchLog) Apply(ctx context.Context, b *kv.Batch) error {
 	s.last = slices.Clone(b.Ops())
 	return s.MemoryStore.Apply(ctx, b)
 }

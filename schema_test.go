@@ -12,6 +12,7 @@ import (
 	"time"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -27,10 +28,10 @@ import (
 func TestOnlineSchemaChange(t *testing.T) {
 	stores := []struct {
 		name string
-		open func(t *testing.T) it.Store
+		open func(t *testing.T) kv.Store
 	}{
-		{"memory", func(*testing.T) it.Store { return it.NewMemoryStore() }},
-		{"sharded", func(t *testing.T) it.Store { return newShardedMemory(t, 3) }},
+		{"memory", func(*testing.T) kv.Store { return it.NewMemoryStore() }},
+		{"sharded", func(t *testing.T) kv.Store { return newShardedMemory(t, 3) }},
 	}
 	for _, tc := range stores {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,15 +137,15 @@ func ids(people []person) []int {
 
 // catalogOutage fails every scan of the catalog while down is set.
 type catalogOutage struct {
-	it.Store
+	kv.Store
 	down atomic.Bool
 }
 
 var errOutage = errors.New("catalog unreachable")
 
-func (s *catalogOutage) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
-	if k, ok := it.ParseKey(r.Start); ok && k.Space == it.SpaceCatalog && s.down.Load() {
-		return func(yield func(it.Entry, error) bool) { yield(it.Entry{}, errOutage) }
+func (s *catalogOutage) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	if k, ok := kv.ParseKey(r.Start); ok && k.Space == kv.SpaceCatalog && s.down.Load() {
+		return func(yield func(kv.Entry, error) bool) { yield(kv.Entry{}, errOutage) }
 	}
 	return s.Store.Scan(ctx, r)
 }
@@ -210,14 +211,14 @@ func TestDisableElsewhereWithinTheLease(t *testing.T) {
 }
 
 type revHookStore struct {
-	it.Store
+	kv.Store
 	onScan func()
 	armed  atomic.Bool
 }
 
 const hookLimit = 7
 
-func (h *revHookStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+func (h *revHookStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	if r.Limit == hookLimit && h.armed.CompareAndSwap(true, false) {
 		h.onScan()
 	}
@@ -268,7 +269,7 @@ func TestIndexAddedAfterASchemaWithoutIndexes(t *testing.T) {
 
 func addAfterNoIndexes(t *testing.T, sharded bool) {
 	ctx := context.Background()
-	var s it.Store = it.NewMemoryStore()
+	var s kv.Store = it.NewMemoryStore()
 	if sharded {
 		s = newShardedMemory(t, 3)
 	}
@@ -291,17 +292,17 @@ func addAfterNoIndexes(t *testing.T, sharded bool) {
 // afterScanStore runs after() once, when armed, after a scan with Limit 1
 // has yielded all it had.
 type afterScanStore struct {
-	it.Store
+	kv.Store
 	after func()
 	armed atomic.Bool
 }
 
-func (h *afterScanStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+func (h *afterScanStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	inner := h.Store.Scan(ctx, r)
 	if r.Limit != 1 || !h.armed.CompareAndSwap(true, false) {
 		return inner
 	}
-	return func(yield func(it.Entry, error) bool) {
+	return func(yield func(kv.Entry, error) bool) {
 		for e, err := range inner {
 			if !yield(e, err) {
 				break
@@ -319,7 +320,7 @@ func TestEmptyTableRacingAnOlderInsert(t *testing.T) {
 	for _, sharded := range []bool{false, true} {
 		t.Run(fmt.Sprint("sharded=", sharded), func(t *testing.T) {
 			ctx := context.Background()
-			var inner it.Store = it.NewMemoryStore()
+			var inner kv.Store = it.NewMemoryStore()
 			if sharded {
 				inner = newShardedMemory(t, 3)
 			}

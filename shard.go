@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"iter"
 	"math"
 	"reflect"
@@ -68,11 +70,11 @@ func WithShardedIndex(table, index string, rule IndexSharding) ShardOption {
 		if rule > ShardByHash {
 			return fmt.Errorf("%w: index %q of table %q: unknown rule %v", ErrInvalidSharding, index, table, rule)
 		}
-		t := string(appendString(nil, table))
+		t := string(tuple.AppendString(nil, table))
 		if s.rules[t] == nil {
 			s.rules[t] = map[string]IndexSharding{}
 		}
-		s.rules[t][string(appendString(nil, index))] = rule
+		s.rules[t][string(tuple.AppendString(nil, index))] = rule
 		return nil
 	}
 }
@@ -126,11 +128,11 @@ func WithStoredLayout() ShardOption {
 // both placements, and reads that try the new shard, then the old, until
 // the copy ends.
 type ShardedStore struct {
-	shards []Store
+	shards []kv.Store
 	parts  []func([]byte) []byte // each shard's own Partition, or nil
 	rule   IndexSharding
 	rules  map[string]map[string]IndexSharding // by encoded table, index name
-	atom   Atomicity
+	atom   kv.Atomicity
 	stable bool // every shard's values may be kept
 	stored bool // take the rules from the first shard's layout record
 	closed atomic.Bool
@@ -144,7 +146,7 @@ type ShardedStore struct {
 // returns an error wrapping ErrInvalidSharding that says what differs.
 //
 // Do not nest ShardedStores: shards of shards would all use the same hash.
-func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) (*ShardedStore, error) {
+func OpenShardedStore(ctx context.Context, shards []kv.Store, opts ...ShardOption) (*ShardedStore, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -161,7 +163,7 @@ func OpenShardedStore(ctx context.Context, shards []Store, opts ...ShardOption) 
 				return nil, fmt.Errorf("%w: shards %d and %d are one store", ErrInvalidSharding, j, i)
 			}
 		}
-		st, ok := sh.(StableStore)
+		st, ok := sh.(kv.StableStore)
 		s.stable = s.stable && ok && st.StableValues()
 		a := sh.Atomicity()
 		s.parts = append(s.parts, a.Partition)
@@ -203,12 +205,12 @@ var layoutKey = []byte("\xff\xffindextable shard layout")
 func (s *ShardedStore) layout(i int) string {
 	var rules []string
 	for table, indexes := range s.rules {
-		t, _, _ := DecodeElement([]byte(table))
+		t, _, _ := kv.DecodeElement([]byte(table))
 		for index, rule := range indexes {
 			if rule == s.rule {
 				continue // places as the default does
 			}
-			ix, _, _ := DecodeElement([]byte(index))
+			ix, _, _ := kv.DecodeElement([]byte(index))
 			rules = append(rules, fmt.Sprintf(", index %q of table %q %v", ix, t, rule))
 		}
 	}
@@ -295,7 +297,7 @@ func (s *ShardedStore) checkLayout(ctx context.Context) error {
 		}
 	}
 	for _, i := range missing {
-		var b Batch
+		var b kv.Batch
 		b.ExpectAbsent(layoutKey)
 		b.Put(layoutKey, []byte(s.layout(i)))
 		if err := s.shards[i].Apply(ctx, &b); err != nil {
@@ -311,7 +313,7 @@ func (s *ShardedStore) checkLayout(ctx context.Context) error {
 // one shard as a whole store. A ShardedStore itself is no shard: it hides
 // the record. A record it cannot read returns an error wrapping
 // ErrInvalidSharding.
-func IsShard(ctx context.Context, store Store) (index, count int, ok bool, err error) {
+func IsShard(ctx context.Context, store kv.Store) (index, count int, ok bool, err error) {
 	v, err := store.Get(ctx, layoutKey)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -342,13 +344,13 @@ func (s *ShardedStore) Shards() int { return len(s.shards) }
 
 // Shard returns shard i, as given to OpenShardedStore; like indexing a
 // slice, it panics unless 0 <= i < Shards().
-func (s *ShardedStore) Shard(i int) Store { return s.shards[i] }
+func (s *ShardedStore) Shard(i int) kv.Store { return s.shards[i] }
 
 // ShardFor returns the shard, among n, of a record whose first primary key
 // component is v: Jump Consistent Hash (Lamping and Veach, 2014) to n
 // buckets of the 64-bit FNV-1a hash of v's tuple encoding (see
-// EncodeTuple). Both are fixed by their definitions, so records keep their
-// shards across processes, platforms and versions of this package. A
+// kv.EncodeTuple). Both are fixed by their definitions, so records keep
+// their shards across processes, platforms and versions of this package. A
 // ShardByLeadingKey index entry lies on the shard ShardFor gives its first
 // key component. Pass v as the type of its field: 1 as an int and 1 as a
 // float64 encode, and hash, differently. It returns an error wrapping
@@ -358,7 +360,7 @@ func ShardFor(n int, v any) (int, error) {
 	if n < 1 || n > maxShards {
 		return 0, fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidSharding, n, maxShards)
 	}
-	elem, err := AppendElement(nil, v)
+	elem, err := kv.AppendElement(nil, v)
 	if err != nil {
 		return 0, err
 	}
@@ -385,17 +387,17 @@ func (s *ShardedStore) route(key []byte) (int, []byte) {
 	if len(s.shards) == 1 {
 		return 0, key[:0]
 	}
-	k, ok := ParseKey(key)
+	k, ok := kv.ParseKey(key)
 	if !ok {
 		return s.hashed(key), nil
 	}
 	through := key[:len(key)-len(k.Rest)] // the key up to Rest
 	switch k.Space {
-	case SpaceRecords, SpaceQueue, SpaceIntra, SpaceIndex:
+	case kv.SpaceRecords, kv.SpaceQueue, kv.SpaceIntra, kv.SpaceIndex:
 		if k.Lead == nil {
 			return s.hashed(key), nil
 		}
-		if k.Space == SpaceIndex && s.indexRule(k.Table, k.Index) == ShardByHash {
+		if k.Space == kv.SpaceIndex && s.indexRule(k.Table, k.Index) == ShardByHash {
 			return s.hashed(key[len(through)-len(k.Lead):]), nil
 		}
 		return s.hashed(k.Lead), through
@@ -524,7 +526,7 @@ func isLayout(key []byte) bool { return bytes.Equal(key, layoutKey) }
 
 // Apply applies b on the one shard that holds its keys. A batch whose keys
 // lie on two shards returns an error wrapping ErrInvalidBatch.
-func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
+func (s *ShardedStore) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -552,10 +554,10 @@ func (s *ShardedStore) Apply(ctx context.Context, b *Batch) error {
 // Atomicity is one shard, and within it the shard's own scope; MaxOps,
 // MaxBytes, MaxKeyBytes and MaxValueBytes are the tightest of the shards',
 // and Apply holds every shard to them.
-func (s *ShardedStore) Atomicity() Atomicity { return s.atom }
+func (s *ShardedStore) Atomicity() kv.Atomicity { return s.atom }
 
 // StableValues reports whether every shard's values may be kept
-// (StableStore): a scan across shards yields them from pages of its own,
+// (kv.StableStore): a scan across shards yields them from pages of its own,
 // which it never reuses.
 func (s *ShardedStore) StableValues() bool { return s.stable }
 
@@ -581,15 +583,15 @@ func (s *ShardedStore) Close() error {
 // as large up to 1024, when the merge has used its last. No shard reads
 // more than Limit entries, and After resumes every shard after one key, so
 // a cursor (Table.FindPage) works across shards as on one store.
-func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
+func (s *ShardedStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	if err := s.check(ctx); err != nil {
-		return func(yield func(Entry, error) bool) { yield(Entry{}, err) }
+		return func(yield func(kv.Entry, error) bool) { yield(kv.Entry{}, err) }
 	}
 	if i, ok := s.scanShard(r); ok {
 		if (r.End != nil && bytes.Compare(r.End, layoutKey) <= 0) || bytes.Compare(r.Start, layoutKey) > 0 {
 			return s.shards[i].Scan(ctx, r) // a range without the layout record
 		}
-		return func(yield func(Entry, error) bool) {
+		return func(yield func(kv.Entry, error) bool) {
 			limit, sr := r.Limit, r // r stays as it is, for the next range over it
 			// One more, in case one is the layout record; none can follow
 			// math.MaxInt.
@@ -615,7 +617,7 @@ func (s *ShardedStore) Scan(ctx context.Context, r ScanRange) iter.Seq2[Entry, e
 
 // scanShard returns the one shard that holds every key of r, if there is
 // one.
-func (s *ShardedStore) scanShard(r ScanRange) (int, bool) {
+func (s *ShardedStore) scanShard(r kv.ScanRange) (int, bool) {
 	if len(s.shards) == 1 {
 		return 0, true
 	}
@@ -629,12 +631,12 @@ func (s *ShardedStore) scanShard(r ScanRange) (int, bool) {
 	// The keys that extend the tuple prefix end before prefix+0xFF (see
 	// tupleEnd); so do any other bytes after it, which route with it.
 	// (prefix is r.Start's memory: extend a copy.)
-	return i, r.End != nil && bytes.Compare(r.End, tupleEnd(bytes.Clone(prefix))) <= 0
+	return i, r.End != nil && bytes.Compare(r.End, tuple.End(bytes.Clone(prefix))) <= 0
 }
 
 // A page is a run of one shard's scan, copied: at most pageMax entries.
 type page struct {
-	entries []Entry
+	entries []kv.Entry
 	err     error
 }
 
@@ -649,8 +651,8 @@ const (
 // shards at once, then a shard's next page when the merge has used its
 // last, so no shard's scan stays open while the loop body runs and no
 // shard reads far beyond what the merge yields.
-func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, error] {
-	return func(yield func(Entry, error) bool) {
+func (s *ShardedStore) merge(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		fctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer wg.Wait()
@@ -696,7 +698,7 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 		for i := range feeds {
 			live[i] = true
 			if err := next(i, false); err != nil {
-				yield(Entry{}, err)
+				yield(kv.Entry{}, err)
 				return
 			}
 		}
@@ -724,7 +726,7 @@ func (s *ShardedStore) merge(ctx context.Context, r ScanRange) iter.Seq2[Entry, 
 				return // and read no page beyond the limit
 			}
 			if err := next(best, true); err != nil {
-				yield(Entry{}, err)
+				yield(kv.Entry{}, err)
 				return
 			}
 		}
@@ -741,7 +743,7 @@ type feeder struct {
 // entries, each next one when asked, until the range or r.Limit is
 // exhausted, an error, or ctx is done; then closes the pages. It leaves the
 // shard's layout record out.
-func (f feeder) run(ctx context.Context, st Store, r ScanRange, size int) {
+func (f feeder) run(ctx context.Context, st kv.Store, r kv.ScanRange, size int) {
 	defer close(f.pages)
 	left := r.Limit
 	for {
@@ -773,11 +775,11 @@ func (f feeder) run(ctx context.Context, st Store, r ScanRange, size int) {
 			mem = append(mem, e.Value...)
 			ends = append(ends, len(mem))
 		}
-		p.entries = make([]Entry, len(ends)/2)
+		p.entries = make([]kv.Entry, len(ends)/2)
 		start := 0
 		for i := range p.entries {
 			k, v := ends[2*i], ends[2*i+1]
-			p.entries[i] = Entry{Key: mem[start:k:k], Value: mem[k:v:v]}
+			p.entries[i] = kv.Entry{Key: mem[start:k:k], Value: mem[k:v:v]}
 			start = v
 		}
 		if p.err != nil || read < r.Limit {

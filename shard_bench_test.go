@@ -8,6 +8,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 )
 
 // The sharded benchmarks load shardBenchRecords customers of bench_test.go
@@ -64,12 +65,12 @@ func openShardBench(b *testing.B, l shardLayout, s it.Strategy) *shardBench {
 	b.Helper()
 	ctx := context.Background()
 	sb := &shardBench{}
-	var store it.Store
+	var store kv.Store
 	if l.shards == 0 {
 		c := countingstore.New(it.NewMemoryStore())
 		sb.stores, store = append(sb.stores, c), c
 	} else {
-		shards := make([]it.Store, l.shards)
+		shards := make([]kv.Store, l.shards)
 		for i := range shards {
 			c := countingstore.New(it.NewMemoryStore())
 			sb.stores, shards[i] = append(sb.stores, c), c
@@ -283,11 +284,11 @@ func BenchmarkSharded(b *testing.B) {
 // read: the FNV-1a and Jump Consistent Hash of its first primary key
 // component, found by walking the key's first elements.
 func BenchmarkShardOf(b *testing.B) {
-	s, err := it.OpenShardedStore(context.Background(), []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
+	s, err := it.OpenShardedStore(context.Background(), []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, err := it.EncodeTuple("customers", 0, "C0012345")
+	key, err := kv.EncodeTuple("customers", 0, "C0012345")
 	if err != nil {
 		b.Fatal(err)
 	}

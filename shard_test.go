@@ -13,6 +13,7 @@ import (
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -21,7 +22,7 @@ import (
 // counted.
 func newShardedMemory(t testing.TB, n int, opts ...it.ShardOption) *it.ShardedStore {
 	t.Helper()
-	shards := make([]it.Store, n)
+	shards := make([]kv.Store, n)
 	for i := range shards {
 		shards[i] = countingstore.New(it.NewMemoryStore())
 	}
@@ -32,7 +33,7 @@ func newShardedMemory(t testing.TB, n int, opts ...it.ShardOption) *it.ShardedSt
 
 // holder holds a store in an interface field, so its type is comparable
 // while its value may not be.
-type holder struct{ it.Store }
+type holder struct{ kv.Store }
 
 type uncomparable struct {
 	*it.MemoryStore
@@ -42,15 +43,15 @@ type uncomparable struct {
 func TestShardedStore(t *testing.T) {
 	for _, n := range []int{1, 4} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			storetest.TestStore(t, func(t *testing.T) it.Store { return newShardedMemory(t, n) })
+			storetest.TestStore(t, func(t *testing.T) kv.Store { return newShardedMemory(t, n) })
 		})
 	}
 	// Every shard is held to the tightest bounds, whatever the order.
 	for name, unbounded := range map[string]int{"bounded shards first": 2, "bounded shards last": 0} {
 		t.Run(name, func(t *testing.T) {
-			storetest.TestStore(t, func(t *testing.T) it.Store {
-				shards := []it.Store{memBoundedStore{it.NewMemoryStore()}, memBoundedStore{it.NewMemoryStore()}}
-				shards = slices.Insert(shards, unbounded, it.Store(it.NewMemoryStore()))
+			storetest.TestStore(t, func(t *testing.T) kv.Store {
+				shards := []kv.Store{memBoundedStore{it.NewMemoryStore()}, memBoundedStore{it.NewMemoryStore()}}
+				shards = slices.Insert(shards, unbounded, kv.Store(it.NewMemoryStore()))
 				s, err := it.OpenShardedStore(context.Background(), shards)
 				require.NoError(t, err)
 				return s
@@ -69,17 +70,17 @@ func TestModelSharded(t *testing.T) {
 func TestOpenShardedStoreRejects(t *testing.T) {
 	m := it.NewMemoryStore()
 	for name, c := range map[string]struct {
-		shards []it.Store
+		shards []kv.Store
 		opts   []it.ShardOption
 	}{
 		"no shards":             {},
-		"a nil shard":           {shards: []it.Store{m, nil}},
-		"a repeat":              {shards: []it.Store{m, it.NewMemoryStore(), m}},
-		"too many":              {shards: make([]it.Store, 1<<16+1)},
-		"an unknown rule":       {shards: []it.Store{m}, opts: []it.ShardOption{it.WithIndexSharding(7)}},
-		"an unknown index rule": {shards: []it.Store{m}, opts: []it.ShardOption{it.WithShardedIndex("t", "i", 2)}},
+		"a nil shard":           {shards: []kv.Store{m, nil}},
+		"a repeat":              {shards: []kv.Store{m, it.NewMemoryStore(), m}},
+		"too many":              {shards: make([]kv.Store, 1<<16+1)},
+		"an unknown rule":       {shards: []kv.Store{m}, opts: []it.ShardOption{it.WithIndexSharding(7)}},
+		"an unknown index rule": {shards: []kv.Store{m}, opts: []it.ShardOption{it.WithShardedIndex("t", "i", 2)}},
 		// Stores whose values cannot be compared are told apart, not a panic.
-		"a repeat, uncomparable": {shards: []it.Store{m, holder{uncomparable{it.NewMemoryStore(), nil}}, holder{uncomparable{it.NewMemoryStore(), nil}}, m}},
+		"a repeat, uncomparable": {shards: []kv.Store{m, holder{uncomparable{it.NewMemoryStore(), nil}}, holder{uncomparable{it.NewMemoryStore(), nil}}, m}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := it.OpenShardedStore(context.Background(), c.shards, c.opts...)
@@ -112,15 +113,15 @@ func TestShardFor(t *testing.T) {
 // scanLog records, for a store, the key spaces its scans started in and the
 // keys it was asked to get.
 type scanLog struct {
-	it.Store
+	kv.Store
 	mu     sync.Mutex
-	spaces []it.KeySpace
+	spaces []kv.KeySpace
 	gets   [][]byte
 }
 
-func (s *scanLog) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
-	space := it.SpaceOther
-	if k, ok := it.ParseKey(r.Start); ok {
+func (s *scanLog) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	space := kv.SpaceOther
+	if k, ok := kv.ParseKey(r.Start); ok {
 		space = k.Space
 	}
 	s.mu.Lock()
@@ -142,7 +143,7 @@ func (s *scanLog) reset() {
 	s.spaces, s.gets = nil, nil
 }
 
-func (s *scanLog) scansOf(space it.KeySpace) int {
+func (s *scanLog) scansOf(space kv.KeySpace) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -165,7 +166,7 @@ func TestTownQueryTouchesOneIndexShard(t *testing.T) {
 		for _, strategy := range []it.Strategy{it.FullCopy, it.KeysOnly} {
 			t.Run(fmt.Sprintf("%v/%v", rule, strategy), func(t *testing.T) {
 				logs := make([]*scanLog, 4)
-				shards := make([]it.Store, len(logs))
+				shards := make([]kv.Store, len(logs))
 				for i := range logs {
 					logs[i] = &scanLog{Store: it.NewMemoryStore()}
 					shards[i] = logs[i]
@@ -200,14 +201,14 @@ func TestTownQueryTouchesOneIndexShard(t *testing.T) {
 				var scanned []int
 				fetched := 0
 				for i, l := range logs {
-					if l.scansOf(it.SpaceIndex) > 0 {
+					if l.scansOf(kv.SpaceIndex) > 0 {
 						scanned = append(scanned, i)
 					}
 					for _, k := range l.gets {
 						require.Equal(t, i, s.ShardOf(k), "a record fetched from another shard than its own")
-						key, ok := it.ParseKey(k)
+						key, ok := kv.ParseKey(k)
 						require.True(t, ok)
-						id, _, err := it.DecodeElement(key.Lead)
+						id, _, err := kv.DecodeElement(key.Lead)
 						require.NoError(t, err)
 						want, err := it.ShardFor(4, id)
 						require.NoError(t, err)
@@ -257,8 +258,8 @@ func TestShardedScanMatchesOneStore(t *testing.T) {
 				k = fmt.Appendf(nil, "raw%05d", r.IntN(100000))
 			}
 			keys = append(keys, k)
-			for _, s := range []it.Store{sharded, one} {
-				var b it.Batch
+			for _, s := range []kv.Store{sharded, one} {
+				var b kv.Batch
 				b.Put(k, fmt.Appendf(nil, "v%d", i))
 				require.NoError(t, s.Apply(ctx, &b))
 			}
@@ -271,13 +272,13 @@ func TestShardedScanMatchesOneStore(t *testing.T) {
 			return k[:r.IntN(len(k)+1)]
 		}
 		for range 400 {
-			sr := it.ScanRange{Start: pick(), End: pick(), Reverse: r.IntN(2) == 0, Limit: r.IntN(3)*r.IntN(200) - r.IntN(2)}
+			sr := kv.ScanRange{Start: pick(), End: pick(), Reverse: r.IntN(2) == 0, Limit: r.IntN(3)*r.IntN(200) - r.IntN(2)}
 			if r.IntN(3) == 0 {
 				sr.After = pick()
 			}
 			require.Equal(t, dump(t, one.Scan(ctx, sr)), dump(t, sharded.Scan(ctx, sr)), "%+v", sr)
 		}
-		var b it.Batch
+		var b kv.Batch
 		want, err := one.GetMany(ctx, keys[:500], nil)
 		require.NoError(t, err)
 		got, err := sharded.GetMany(ctx, keys[:500], [][]byte{[]byte("kept")})
@@ -292,7 +293,7 @@ func TestShardedScanMatchesOneStore(t *testing.T) {
 	}
 }
 
-func dump(t *testing.T, seq iter.Seq2[it.Entry, error]) []string {
+func dump(t *testing.T, seq iter.Seq2[kv.Entry, error]) []string {
 	t.Helper()
 	var out []string
 	for e, err := range seq {
@@ -320,8 +321,8 @@ func ExampleShardFor() {
 }
 
 // openKept opens a ShardedStore over shards that it does not close.
-func openKept(ctx context.Context, shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
-	kept := make([]it.Store, len(shards))
+func openKept(ctx context.Context, shards []kv.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
+	kept := make([]kv.Store, len(shards))
 	for i, sh := range shards {
 		kept[i] = holder{sh}
 	}
@@ -333,17 +334,17 @@ func openKept(ctx context.Context, shards []it.Store, opts ...it.ShardOption) (*
 // or with other index rules, is refused before it misplaces anything.
 func TestShardLayoutIsKept(t *testing.T) {
 	ctx := context.Background()
-	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
-	open := func(shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
+	mems := []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	open := func(shards []kv.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
 		return openKept(ctx, shards, opts...)
 	}
 	s, err := open(mems, it.WithShardedIndex("customers", "lastname", it.ShardByHash))
 	require.NoError(t, err)
-	var b it.Batch
+	var b kv.Batch
 	b.Put([]byte("k"), []byte("v"))
 	require.NoError(t, s.Apply(ctx, &b))
-	require.Equal(t, []string{"k=v"}, dump(t, s.Scan(ctx, it.ScanRange{})))
-	require.Equal(t, []string{"k=v"}, dump(t, s.Scan(ctx, it.ScanRange{Reverse: true, Limit: 1})))
+	require.Equal(t, []string{"k=v"}, dump(t, s.Scan(ctx, kv.ScanRange{})))
+	require.Equal(t, []string{"k=v"}, dump(t, s.Scan(ctx, kv.ScanRange{Reverse: true, Limit: 1})))
 	layout := []byte("\xff\xffindextable shard layout")
 	_, err = s.Get(ctx, layout)
 	require.ErrorIs(t, err, it.ErrNotFound)
@@ -362,12 +363,12 @@ func TestShardLayoutIsKept(t *testing.T) {
 	_, err = open(mems, it.WithShardedIndex("customers", "lastname", it.ShardByHash), it.WithShardedIndex("customers", "town", it.ShardByLeadingKey))
 	require.NoError(t, err, "the same layout, with a rule that is the default")
 	for name, c := range map[string]struct {
-		shards []it.Store
+		shards []kv.Store
 		opts   []it.ShardOption
 	}{
 		"without the index rule": {shards: mems},
 		"another default rule":   {shards: mems, opts: []it.ShardOption{it.WithIndexSharding(it.ShardByHash), it.WithShardedIndex("customers", "lastname", it.ShardByHash)}},
-		"another order":          {shards: []it.Store{mems[1], mems[0], mems[2]}, opts: []it.ShardOption{it.WithShardedIndex("customers", "lastname", it.ShardByHash)}},
+		"another order":          {shards: []kv.Store{mems[1], mems[0], mems[2]}, opts: []it.ShardOption{it.WithShardedIndex("customers", "lastname", it.ShardByHash)}},
 		"a shard more":           {shards: append(slices.Clone(mems), it.NewMemoryStore()), opts: []it.ShardOption{it.WithShardedIndex("customers", "lastname", it.ShardByHash)}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -440,7 +441,7 @@ func TestDropOnShardsIsOneBatchPerShard(t *testing.T) {
 	dropped := openWith(t, s) // drops the town index
 	require.NoError(t, dropped.Build(ctx, it.BuildOptions{}), "deletes its entries once no handle may read them")
 	require.LessOrEqual(t, applies()-before, int64(12))
-	require.Empty(t, dump(t, s.Scan(ctx, it.ScanRange{Start: mustKey(t, "people", 1), End: mustKey(t, "people", 2)})))
+	require.Empty(t, dump(t, s.Scan(ctx, kv.ScanRange{Start: mustKey(t, "people", 1), End: mustKey(t, "people", 2)})))
 }
 
 // TestShardedScanReadsNoFurther: a merged scan whose Limit the first pages
@@ -450,7 +451,7 @@ func TestShardedScanReadsNoFurther(t *testing.T) {
 	ctx := context.Background()
 	s := newShardedMemory(t, 2)
 	put := func(k []byte) {
-		var b it.Batch
+		var b kv.Batch
 		b.Put(k, k)
 		require.NoError(t, s.Apply(ctx, &b))
 	}
@@ -473,7 +474,7 @@ func TestShardedScanReadsNoFurther(t *testing.T) {
 		return n
 	}
 	before := scans()
-	seq := s.Scan(ctx, it.ScanRange{Limit: 40})
+	seq := s.Scan(ctx, kv.ScanRange{Limit: 40})
 	first := dump(t, seq)
 	require.Len(t, first, 40)
 	after := scans()
@@ -482,23 +483,23 @@ func TestShardedScanReadsNoFurther(t *testing.T) {
 
 	one := newShardedMemory(t, 1)
 	for _, k := range []string{"a", "b", "c"} {
-		var b it.Batch
+		var b kv.Batch
 		b.Put([]byte(k), nil)
 		require.NoError(t, one.Apply(ctx, &b))
 	}
-	seq = one.Scan(ctx, it.ScanRange{Limit: 2})
+	seq = one.Scan(ctx, kv.ScanRange{Limit: 2})
 	require.Len(t, dump(t, seq), 2)
 	require.Len(t, dump(t, seq), 2, "ranged again")
 }
 
 // limitStore records the limits of the scans asked of it.
 type limitStore struct {
-	it.Store
+	kv.Store
 	mu     sync.Mutex
 	limits []int
 }
 
-func (s *limitStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entry, error] {
+func (s *limitStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	s.mu.Lock()
 	s.limits = append(s.limits, r.Limit)
 	s.mu.Unlock()
@@ -511,7 +512,7 @@ func (s *limitStore) Scan(ctx context.Context, r it.ScanRange) iter.Seq2[it.Entr
 func TestShardedScanTakesAnyLimit(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int{1, 3} {
-		shards := make([]it.Store, n)
+		shards := make([]kv.Store, n)
 		for i := range shards {
 			shards[i] = &limitStore{Store: it.NewMemoryStore()}
 		}
@@ -519,15 +520,15 @@ func TestShardedScanTakesAnyLimit(t *testing.T) {
 		require.NoError(t, err)
 		one := it.NewMemoryStore()
 		for i := range 10 {
-			for _, st := range []it.Store{s, one} {
-				var b it.Batch
+			for _, st := range []kv.Store{s, one} {
+				var b kv.Batch
 				b.Put(fmt.Appendf(nil, "k%d", i), nil)
 				require.NoError(t, st.Apply(ctx, &b))
 			}
 		}
 		for _, limit := range []int{0, 1, 9, 10, 11, math.MaxInt - 1, math.MaxInt} {
 			for _, reverse := range []bool{false, true} {
-				r := it.ScanRange{Limit: limit, Reverse: reverse}
+				r := kv.ScanRange{Limit: limit, Reverse: reverse}
 				require.Equal(t, dump(t, one.Scan(ctx, r)), dump(t, s.Scan(ctx, r)), "%d shards, %+v", n, r)
 			}
 		}
@@ -543,8 +544,8 @@ func TestShardedScanTakesAnyLimit(t *testing.T) {
 // is; a plain store and the ShardedStore itself are no shard.
 func TestIsShard(t *testing.T) {
 	ctx := context.Background()
-	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
-	kept := make([]it.Store, len(mems))
+	mems := []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	kept := make([]kv.Store, len(mems))
 	for i, m := range mems {
 		kept[i] = holder{m}
 	}
@@ -556,14 +557,14 @@ func TestIsShard(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, []int{i, 3}, []int{index, count})
 	}
-	for name, st := range map[string]it.Store{"a plain store": it.NewMemoryStore(), "the sharded store": s} {
+	for name, st := range map[string]kv.Store{"a plain store": it.NewMemoryStore(), "the sharded store": s} {
 		_, _, ok, err := it.IsShard(ctx, st)
 		require.NoError(t, err, name)
 		require.False(t, ok, name)
 	}
 
 	bad := it.NewMemoryStore()
-	var b it.Batch
+	var b kv.Batch
 	b.Put([]byte("\xff\xffindextable shard layout"), []byte("shard 3 of 2"))
 	require.NoError(t, bad.Apply(ctx, &b))
 	_, _, ok, err := it.IsShard(ctx, bad)
@@ -576,8 +577,8 @@ func TestIsShard(t *testing.T) {
 // are still checked.
 func TestWithStoredLayout(t *testing.T) {
 	ctx := context.Background()
-	mems := []it.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
-	open := func(shards []it.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
+	mems := []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+	open := func(shards []kv.Store, opts ...it.ShardOption) (*it.ShardedStore, error) {
 		return openKept(ctx, shards, opts...)
 	}
 	s, err := open(mems, it.WithIndexSharding(it.ShardByHash),
@@ -587,14 +588,14 @@ func TestWithStoredLayout(t *testing.T) {
 	require.NoError(t, err)
 	for _, ix := range []string{"town, \"or\" name", "lastname"} {
 		for i := range 50 {
-			key, err := it.EncodeTuple("customers", int64(1), ix, int64(1), fmt.Sprint("v", i), int64(i))
+			key, err := kv.EncodeTuple("customers", int64(1), ix, int64(1), fmt.Sprint("v", i), int64(i))
 			require.NoError(t, err)
 			require.Equal(t, s.ShardOf(key), r.ShardOf(key), "%s %d", ix, i)
 		}
 	}
 
-	_, err = open([]it.Store{mems[1], mems[0], mems[2]}, it.WithStoredLayout())
+	_, err = open([]kv.Store{mems[1], mems[0], mems[2]}, it.WithStoredLayout())
 	require.ErrorIs(t, err, it.ErrInvalidSharding, "another order")
-	_, err = open([]it.Store{it.NewMemoryStore(), mems[1]}, it.WithStoredLayout())
+	_, err = open([]kv.Store{it.NewMemoryStore(), mems[1]}, it.WithStoredLayout())
 	require.ErrorIs(t, err, it.ErrInvalidSharding, "no record on the first shard")
 }

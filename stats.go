@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 )
 
 // IndexStats is what one index table holds, measured by a scan of it.
@@ -72,7 +74,7 @@ func (t *Table[T]) Stats(ctx context.Context) (TableStats, error) {
 // whose definition the catalog lacks, are left out. The primary key's
 // length is the definitions', else PrimaryKey's; when neither names it,
 // StatsOf returns ErrInvalidSchema.
-func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, error) {
+func StatsOf(ctx context.Context, store kv.Store, table TableInfo) (TableStats, error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return TableStats{}, err
 	}
@@ -95,13 +97,13 @@ func StatsOf(ctx context.Context, store Store, table TableInfo) (TableStats, err
 	if needPK && pkArity == 0 { // every entry key would count as a distinct key
 		return TableStats{}, fmt.Errorf("%w: table %q: neither its definitions nor PrimaryKey name its primary key", ErrInvalidSchema, table.Name)
 	}
-	return measure(ctx, store, table.Name, spacePrefix(prefix, SpaceRecords), indexes, pkArity)
+	return measure(ctx, store, table.Name, spacePrefix(prefix, kv.SpaceRecords), indexes, pkArity)
 }
 
 // measure scans the fact table at factSpace and each of indexes.
-func measure(ctx context.Context, store Store, table string, factSpace []byte, indexes []*indexTable, pkArity int) (TableStats, error) {
+func measure(ctx context.Context, store kv.Store, table string, factSpace []byte, indexes []*indexTable, pkArity int) (TableStats, error) {
 	var s TableStats
-	for e, err := range store.Scan(ctx, ScanRange{Start: factSpace, End: tupleEnd(factSpace)}) {
+	for e, err := range store.Scan(ctx, kv.ScanRange{Start: factSpace, End: tuple.End(factSpace)}) {
 		if err != nil {
 			return TableStats{}, err
 		}
@@ -121,7 +123,7 @@ func measure(ctx context.Context, store Store, table string, factSpace []byte, i
 // indexStats scans ix. Entries come in key order, so the entries of one key
 // are consecutive, as are those of one key prefix: counting runs finds the
 // distinct keys and prefixes, and the most common.
-func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (IndexStats, error) {
+func indexStats(ctx context.Context, store kv.Store, ix *indexTable, pkArity int) (IndexStats, error) {
 	s := IndexStats{Index: ix.name}
 	var prefixes prefixRuns
 	var run, common []byte // the current run's key, the most common key
@@ -131,7 +133,7 @@ func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (
 			common, s.CommonEntries = append(common[:0], run...), n
 		}
 	}
-	for e, err := range store.Scan(ctx, ScanRange{Start: ix.prefix, End: tupleEnd(ix.prefix)}) {
+	for e, err := range store.Scan(ctx, kv.ScanRange{Start: ix.prefix, End: tuple.End(ix.prefix)}) {
 		if err != nil {
 			return IndexStats{}, err
 		}
@@ -159,7 +161,7 @@ func indexStats(ctx context.Context, store Store, ix *indexTable, pkArity int) (
 	end()
 	if s.Entries > 0 {
 		var err error
-		if s.CommonKey, err = DecodeTuple(common); err != nil {
+		if s.CommonKey, err = decodeTuple(common); err != nil {
 			return IndexStats{}, wrapErrorf(ErrMalformedKey, err, "index %q", ix.name)
 		}
 		if s.Prefixes, err = prefixes.finish(); err != nil {
@@ -196,7 +198,7 @@ func (p *prefixRuns) finish() ([]PrefixStats, error) {
 	}
 	for i := range p.stats {
 		var err error
-		if p.stats[i].Common, err = DecodeTuple(p.common[i]); err != nil {
+		if p.stats[i].Common, err = decodeTuple(p.common[i]); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -12,12 +14,12 @@ import (
 // the measure with ErrMalformedKey, naming the index, and panics nothing.
 func TestIndexStatsRefusesMalformedKeys(t *testing.T) {
 	ctx := context.Background()
-	for _, tail := range [][]byte{{0x03}, {0x02, 'a'}, append(appendString(nil, "ok"), 0x15)} {
+	for _, tail := range [][]byte{{0x03}, {0x02, 'a'}, append(tuple.AppendString(nil, "ok"), 0x15)} {
 		s := NewMemoryStore()
 		ix := &indexTable{name: "u", unique: true}
-		ix.place(appendString(nil, "t"), 1)
-		var b Batch
-		b.Put(append(appendString(bytes.Clone(ix.prefix), "fine"), appendString(nil, "x")...), []byte{0})
+		ix.place(tuple.AppendString(nil, "t"), 1)
+		var b kv.Batch
+		b.Put(append(tuple.AppendString(bytes.Clone(ix.prefix), "fine"), tuple.AppendString(nil, "x")...), []byte{0})
 		b.Put(append(bytes.Clone(ix.prefix), tail...), []byte{0})
 		require.NoError(t, s.Apply(ctx, &b))
 		_, err := indexStats(ctx, s, ix, 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // drainAll reads every result of q, returning how many there were.
@@ -93,7 +94,7 @@ type place struct {
 // openPlaces opens a table of 100 places: 90 in US (60 of them in CA, 30
 // in WA), and one in each of C0 to C9 (in A); every name is unique. Each
 // has the tags "all" and one of "t0", "t1", "t2".
-func openPlaces(t testing.TB, s it.Store) *it.Table[place] {
+func openPlaces(t testing.TB, s kv.Store) *it.Table[place] {
 	t.Helper()
 	ctx := context.Background()
 	tbl, err := it.Open(ctx, s, it.Schema[place]{SchemaLease: testLease, Name: "places", PrimaryKey: []string{"ID"}, Indexes: []it.Index[place]{

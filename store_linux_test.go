@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,14 +21,14 @@ func TestMemoryStoreHugeKeysAndValues(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, syscall.Munmap(huge)) })
 	ctx := context.Background()
 	s := indextable.NewMemoryStore()
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte{0}, []byte("zero"))
 	b.Put([]byte{1}, []byte("one"))
 	require.NoError(t, s.Apply(ctx, &b))
 
-	for name, put := range map[string]func(b *indextable.Batch){
-		"value": func(b *indextable.Batch) { b.Put([]byte("v"), huge[:1<<32-1]) },
-		"key":   func(b *indextable.Batch) { b.Put(huge[:1<<32-1], nil) },
+	for name, put := range map[string]func(b *kv.Batch){
+		"value": func(b *kv.Batch) { b.Put([]byte("v"), huge[:1<<32-1]) },
+		"key":   func(b *kv.Batch) { b.Put(huge[:1<<32-1], nil) },
 	} {
 		b.Reset()
 		b.Put([]byte("small"), []byte{1})
@@ -46,16 +47,16 @@ func TestMemoryStoreHugeKeysAndValues(t *testing.T) {
 	values, err := s.GetMany(ctx, [][]byte{huge, {0}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{nil, []byte("zero")}, values)
-	keys := func(r indextable.ScanRange) (out []string) {
+	keys := func(r kv.ScanRange) (out []string) {
 		for e, err := range s.Scan(ctx, r) {
 			require.NoError(t, err)
 			out = append(out, string(e.Key))
 		}
 		return out
 	}
-	require.Equal(t, []string{"\x01"}, keys(indextable.ScanRange{Start: huge}))
-	require.Equal(t, []string{"\x00"}, keys(indextable.ScanRange{End: huge}))
-	require.Equal(t, []string{"\x00"}, keys(indextable.ScanRange{End: huge, Reverse: true}))
-	require.Equal(t, []string{"\x01"}, keys(indextable.ScanRange{After: huge}))
-	require.Equal(t, []string{"\x00"}, keys(indextable.ScanRange{After: huge, Reverse: true}))
+	require.Equal(t, []string{"\x01"}, keys(kv.ScanRange{Start: huge}))
+	require.Equal(t, []string{"\x00"}, keys(kv.ScanRange{End: huge}))
+	require.Equal(t, []string{"\x00"}, keys(kv.ScanRange{End: huge, Reverse: true}))
+	require.Equal(t, []string{"\x01"}, keys(kv.ScanRange{After: huge}))
+	require.Equal(t, []string{"\x00"}, keys(kv.ScanRange{After: huge, Reverse: true}))
 }

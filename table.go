@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -47,7 +49,7 @@ func checkContext(ctx context.Context) error {
 }
 
 // checkArguments refuses a nil context or store.
-func checkArguments(ctx context.Context, store Store) error {
+func checkArguments(ctx context.Context, store kv.Store) error {
 	if store == nil {
 		return fmt.Errorf("%w: nil store", ErrInvalidArgument)
 	}
@@ -99,7 +101,7 @@ func newIncarnation() Version {
 // write that a concurrent write to the same record (or unique key) overtook
 // reads again and retries, and gives up with ErrConflict after 64 tries.
 type Table[T any] struct {
-	store      Store
+	store      kv.Store
 	name       string
 	codec      Codec
 	inPlace    *binaryPlan // the codec's plan for T, when it can decode in place
@@ -137,7 +139,7 @@ type Table[T any] struct {
 // dropped ones are deleted once no handle may use them, by a later Open or
 // Build. Build makes new indexes readable. Other handles of the table take
 // the change up within the SchemaLease.
-func Open[T any](ctx context.Context, store Store, schema Schema[T]) (*Table[T], error) {
+func Open[T any](ctx context.Context, store kv.Store, schema Schema[T]) (*Table[T], error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return nil, err
 	}
@@ -230,23 +232,23 @@ func checkStoredFields(c Codec, rt reflect.Type, pk []field, indexes []*indexTab
 
 // newTable returns the table name of store, with records of type rt stored
 // with codec, before its primary key and indexes are set.
-func newTable[T any](store Store, name string, codec Codec, rt reflect.Type) *Table[T] {
+func newTable[T any](store kv.Store, name string, codec Codec, rt reflect.Type) *Table[T] {
 	t := &Table[T]{store: store, name: name, codec: codec, rtype: rt, wake: make(chan struct{}, 1),
 		lease: DefaultSchemaLease, opened: time.Now()}
 	if c, ok := codec.(*BinaryCodec); ok {
 		t.inPlace, _ = c.plan(rt) // else Unmarshal reports the error
 	}
-	if s, ok := store.(StableStore); ok {
+	if s, ok := store.(kv.StableStore); ok {
 		t.stable = s.StableValues()
 	}
 	// Goroutines share these prefixes: each is clipped, so that an append
 	// to one copies it.
 	t.prefix = tablePrefix(name)
-	t.factSpace = spacePrefix(t.prefix, SpaceRecords)
-	t.queueSpace = spacePrefix(t.prefix, SpaceQueue)
-	t.queueEnd = tupleEnd(t.queueSpace)
+	t.factSpace = spacePrefix(t.prefix, kv.SpaceRecords)
+	t.queueSpace = spacePrefix(t.prefix, kv.SpaceQueue)
+	t.queueEnd = tuple.End(t.queueSpace)
 	if store.Atomicity().Partition != nil {
-		t.hintSpace = spacePrefix(t.prefix, SpaceHints)
+		t.hintSpace = spacePrefix(t.prefix, kv.SpaceHints)
 	}
 	t.versionKey, t.versioned = schemaVersionKey(t.prefix), !bounded(store.Atomicity())
 	t.indexes.view.Store(newIndexView(nil))
@@ -300,7 +302,7 @@ func decodeFact(value []byte) (Version, []byte, error) {
 
 // decodeForError renders an encoded tuple for an error message.
 func decodeForError(b []byte) any {
-	if t, err := DecodeTuple(b); err == nil {
+	if t, err := decodeTuple(b); err == nil {
 		return t
 	}
 	return fmt.Sprintf("%q", b)
@@ -327,7 +329,7 @@ func (t *Table[T]) factKeyOf(dst []byte, pk Tuple) ([]byte, error) {
 	for i, v := range pk {
 		w, _, err := queryComponent(&t.pk[i], v)
 		if err == nil {
-			key, err = AppendElement(key, w)
+			key, err = kv.AppendElement(key, w)
 		}
 		if err != nil {
 			return nil, wrapErrorf(ErrInvalidKey, err, "")

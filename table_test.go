@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // TestNilArguments: a nil context, store or option is refused with
@@ -81,24 +82,24 @@ func TestNilArguments(t *testing.T) {
 			return err
 		},
 		"MemoryStore.Get":     func() error { _, err := s.Get(nilCtx, []byte("k")); return err },
-		"MemoryStore.Apply":   func() error { return s.Apply(nilCtx, &it.Batch{}) },
+		"MemoryStore.Apply":   func() error { return s.Apply(nilCtx, &kv.Batch{}) },
 		"MemoryStore.GetMany": func() error { _, err := s.GetMany(nilCtx, [][]byte{[]byte("k")}, nil); return err },
 		"MemoryStore.Scan": func() error {
-			for _, err := range s.Scan(nilCtx, it.ScanRange{}) {
+			for _, err := range s.Scan(nilCtx, kv.ScanRange{}) {
 				return err
 			}
 			return nil
 		},
 		"OpenShardedStore with a nil option": func() error {
-			_, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()}, nil)
+			_, err := it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), it.NewMemoryStore()}, nil)
 			return err
 		},
 		"OpenShardedStore with a nil shard": func() error {
-			_, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), nil})
+			_, err := it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), nil})
 			return err
 		},
 		"OpenShardedStore": func() error {
-			_, err := it.OpenShardedStore(nilCtx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+			_, err := it.OpenShardedStore(nilCtx, []kv.Store{it.NewMemoryStore(), it.NewMemoryStore()})
 			return err
 		},
 	}
@@ -116,16 +117,16 @@ func TestNilArguments(t *testing.T) {
 // package: Apply changes nothing and returns nil.
 func TestNilBatch(t *testing.T) {
 	ctx := context.Background()
-	sharded, err := it.OpenShardedStore(ctx, []it.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+	sharded, err := it.OpenShardedStore(ctx, []kv.Store{it.NewMemoryStore(), it.NewMemoryStore()})
 	require.NoError(t, err)
-	for _, s := range []it.Store{it.NewMemoryStore(), sharded, partitionedStore(it.NewMemoryStore())} {
+	for _, s := range []kv.Store{it.NewMemoryStore(), sharded, partitionedStore(it.NewMemoryStore())} {
 		require.NotPanics(t, func() { err = s.Apply(ctx, nil) })
 		require.NoError(t, err)
 		require.Empty(t, storeDump(t, s))
 	}
-	var b *it.Batch
+	var b *kv.Batch
 	require.Zero(t, b.Len())
-	require.NoError(t, it.CheckBatch(b))
+	require.NoError(t, kv.CheckBatch(b))
 }
 
 // ageRec is the record of the tables of the bad-input tests.
@@ -161,7 +162,7 @@ func recovered(f func()) (p any) {
 }
 
 // openAges opens the table "r2" of ageRec over s with indexes.
-func openAges(t *testing.T, s it.Store, indexes ...it.Index[ageRec]) *it.Table[ageRec] {
+func openAges(t *testing.T, s kv.Store, indexes ...it.Index[ageRec]) *it.Table[ageRec] {
 	t.Helper()
 	tbl, err := it.Open(context.Background(), s, it.Schema[ageRec]{SchemaLease: testLease, Name: "r2", PrimaryKey: []string{"ID"}, Indexes: indexes})
 	require.NoError(t, err)

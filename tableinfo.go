@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"slices"
 )
 
@@ -34,7 +36,7 @@ type TableInfo struct {
 // as their catalogs record them, without the program's record types: it is
 // for tools. A table that never had an index is listed with none; keys that
 // are no table's (a ShardedStore's record type record, say) are passed over.
-func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
+func ReadCatalog(ctx context.Context, store kv.Store) ([]TableInfo, error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return nil, err
 	}
@@ -44,11 +46,11 @@ func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 		var name string
 		found := false
 		var other []byte // a key that is no table's
-		for e, err := range store.Scan(ctx, ScanRange{Start: from, Limit: 1}) {
+		for e, err := range store.Scan(ctx, kv.ScanRange{Start: from, Limit: 1}) {
 			if err != nil {
 				return nil, err
 			}
-			v, _, err := DecodeElement(e.Key)
+			v, _, err := kv.DecodeElement(e.Key)
 			s, ok := v.(string)
 			if err != nil || !ok {
 				other = bytes.Clone(e.Key)
@@ -69,22 +71,22 @@ func ReadCatalog(ctx context.Context, store Store) ([]TableInfo, error) {
 			return nil, err
 		}
 		out = append(out, info)
-		from = tupleEnd(prefix)
+		from = tuple.End(prefix)
 	}
 }
 
-func readTableInfo(ctx context.Context, store Store, name string, prefix []byte) (TableInfo, error) {
+func readTableInfo(ctx context.Context, store kv.Store, name string, prefix []byte) (TableInfo, error) {
 	info := TableInfo{Name: name}
 	var err error
 	if info.Codec, info.RecordType, info.PrimaryKey, err = readRecordType(ctx, store, prefix); err != nil {
 		return TableInfo{}, fmt.Errorf("table %q: %w", name, err)
 	}
-	space := spacePrefix(prefix, SpaceCatalog)
-	for e, err := range store.Scan(ctx, ScanRange{Start: space, End: tupleEnd(space)}) {
+	space := spacePrefix(prefix, kv.SpaceCatalog)
+	for e, err := range store.Scan(ctx, kv.ScanRange{Start: space, End: tuple.End(space)}) {
 		if err != nil {
 			return TableInfo{}, err
 		}
-		v, _, err := DecodeElement(e.Key[len(space):])
+		v, _, err := kv.DecodeElement(e.Key[len(space):])
 		ixName, ok := v.(string)
 		if err != nil || !ok {
 			return TableInfo{}, fmt.Errorf("%w: table %q: catalog key %q", ErrCodec, name, e.Key)

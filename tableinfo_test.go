@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // TestReadCatalogPassesOverOtherKeys: keys that are no table's, before and
@@ -14,7 +15,7 @@ import (
 func TestReadCatalogPassesOverOtherKeys(t *testing.T) {
 	ctx := context.Background()
 	s := it.NewMemoryStore()
-	var b it.Batch
+	var b kv.Batch
 	b.Put([]byte{0x01}, nil)                              // a null element, not a name
 	b.Put([]byte("\xff\xffindextable shard layout"), nil) // a shard's layout record
 	require.NoError(t, s.Apply(ctx, &b))

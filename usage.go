@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/kv"
 	"maps"
 	"slices"
 	"strings"
@@ -285,7 +286,7 @@ func (c *usageCounters) snapshot() (u IndexUsage, keys map[string]int64) {
 
 // noteMutations counts the entries that ops put or delete in each index;
 // changed: ops update or delete a record that existed.
-func (v *indexView) noteMutations(ops []Op, changed bool) {
+func (v *indexView) noteMutations(ops []kv.Op, changed bool) {
 	for _, op := range ops {
 		if !op.IsWrite() {
 			continue
@@ -344,7 +345,7 @@ func (u *storedUsage) encode() []byte {
 			t = append(t, []byte(k), keys[k])
 		}
 	}
-	b, err := EncodeTuple(t...)
+	b, err := kv.EncodeTuple(t...)
 	if err != nil {
 		panic(err) // every element has a supported type
 	}
@@ -353,7 +354,7 @@ func (u *storedUsage) encode() []byte {
 
 func decodeStoredUsage(b []byte) (storedUsage, error) {
 	u := newStoredUsage()
-	t, err := DecodeTuple(b)
+	t, err := decodeTuple(b)
 	if err != nil {
 		return u, wrapErrorf(ErrCodec, err, "usage record")
 	}
@@ -457,7 +458,7 @@ func (u *storedUsage) add(writes, scans int64, filters map[string]int64, indexes
 
 // readUsage returns the stored usage totals of the table with prefix, and
 // the value they were read from (nil when there is none).
-func readUsage(ctx context.Context, store Store, tablePrefix []byte) (storedUsage, []byte, error) {
+func readUsage(ctx context.Context, store kv.Store, tablePrefix []byte) (storedUsage, []byte, error) {
 	v, err := store.Get(ctx, usageKey(tablePrefix))
 	if errors.Is(err, ErrNotFound) {
 		return newStoredUsage(), nil, nil
@@ -499,7 +500,7 @@ func (t *Table[T]) Usage(ctx context.Context) (TableUsage, error) {
 
 // UsageOf returns the usage totals that SaveUsage stored for table, without
 // the program's record types: it is for tools.
-func UsageOf(ctx context.Context, store Store, table string) (TableUsage, error) {
+func UsageOf(ctx context.Context, store kv.Store, table string) (TableUsage, error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return TableUsage{}, err
 	}
@@ -539,7 +540,7 @@ func (u *storedUsage) usage(names []string) (TableUsage, error) {
 			return cmp.Or(cmp.Compare(keys[b], keys[a]), strings.Compare(a, b))
 		})
 		for _, k := range encoded {
-			key, err := DecodeTuple([]byte(k))
+			key, err := decodeTuple([]byte(k))
 			if err != nil {
 				return TableUsage{}, wrapErrorf(ErrCodec, err, "usage of index %q", name)
 			}
@@ -552,7 +553,7 @@ func (u *storedUsage) usage(names []string) (TableUsage, error) {
 
 // mustEncode encodes a tuple that was decoded, and so encodes.
 func mustEncode(t Tuple) []byte {
-	b, _ := EncodeTuple(t...)
+	b, _ := kv.EncodeTuple(t...)
 	return b
 }
 
@@ -597,8 +598,8 @@ func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, filters m
 		}
 		u.add(writes, scans, filters, indexes, keys)
 		key := usageKey(t.prefix)
-		var b Batch
-		b.expectAsRead(key, old)
+		var b kv.Batch
+		expectAsRead(&b, key, old)
 		b.Put(key, u.encode())
 		err = t.store.Apply(ctx, &b)
 		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxAttempts {
@@ -614,7 +615,7 @@ func (t *Table[T]) saveUsage(ctx context.Context, writes, scans int64, filters m
 func (p *prefixRuns) add(key []byte) error {
 	ends := p.next[:0]
 	for off := 0; off < len(key); {
-		n, err := ElementLen(key[off:])
+		n, err := kv.ElementLen(key[off:])
 		if err != nil {
 			return err
 		}

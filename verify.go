@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"slices"
 	"strconv"
 )
@@ -143,10 +145,10 @@ type verifier[T any] struct {
 	// read) of the records with no other, and facts their fact values as
 	// the records pass read them (absent: no record); unsettled, the
 	// records of those with a finding that Repair did not fix.
-	aside     map[string][]Entry
+	aside     map[string][]kv.Entry
 	facts     map[string][]byte
 	unsettled map[string]bool
-	nameless  []Entry       // change records set aside that name no record
+	nameless  []kv.Entry    // change records set aside that name no record
 	partial   bool          // some index is not checked
 	indexes   []*indexTable // the readable ones, as the pass began
 	// claims holds the unique keys found missing in this pass, each with
@@ -168,7 +170,7 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair, parti
 	}
 	v := &verifier[T]{t: t, opts: opts, repair: repair, report: &VerifyReport{Drift: map[DriftKind]int{}},
 		pending: map[string]bool{}, queued: map[string]bool{}, claims: map[string][]byte{},
-		aside: map[string][]Entry{}, facts: map[string][]byte{}, unsettled: map[string]bool{}, partial: partial}
+		aside: map[string][]kv.Entry{}, facts: map[string][]byte{}, unsettled: map[string]bool{}, partial: partial}
 	// A tool's table (VerifyTable) is built from the catalog as it reads
 	// it, and leaves out what it cannot check: no view to bring up to date.
 	if _, tool := any(t).(*Table[toolRecord]); !tool {
@@ -220,17 +222,17 @@ func (t *Table[T]) verify(ctx context.Context, opts VerifyOptions, repair, parti
 // checked.
 func (v *verifier[T]) readQueue(ctx context.Context) error {
 	t := v.t
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
+	for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: t.queueSpace, End: t.queueEnd}) {
 		if err != nil {
 			return err
 		}
 		pk, err := t.changePK(e.Key)
 		switch {
 		case err != nil && setAside(e.Value):
-			v.nameless = append(v.nameless, Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+			v.nameless = append(v.nameless, kv.Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
 		case err != nil: // the maintainers log it, and set it aside in time
 		case setAside(e.Value):
-			v.aside[string(pk)] = append(v.aside[string(pk)], Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+			v.aside[string(pk)] = append(v.aside[string(pk)], kv.Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
 		default:
 			v.pending[string(pk)] = true
 		}
@@ -252,7 +254,7 @@ func (v *verifier[T]) readQueue(ctx context.Context) error {
 func (v *verifier[T]) clearSetAside(ctx context.Context) error {
 	t := v.t
 	for _, c := range v.nameless {
-		var b Batch
+		var b kv.Batch
 		b.ExpectValue(c.Key, c.Value)
 		b.Delete(c.Key)
 		err := t.store.Apply(ctx, &b)
@@ -304,10 +306,10 @@ func (v *verifier[T]) clearSetAside(ctx context.Context) error {
 // removeChanges deletes changes, conditional on them and on the record at
 // factKey holding fact (nil: absent), in as few batches as the store
 // allows; it stops at a conflict.
-func (v *verifier[T]) removeChanges(ctx context.Context, factKey, fact []byte, changes []Entry) error {
+func (v *verifier[T]) removeChanges(ctx context.Context, factKey, fact []byte, changes []kv.Entry) error {
 	atom := v.t.store.Atomicity()
 	for len(changes) > 0 {
-		var b Batch
+		b := kv.NewBatch()
 		if fact != nil {
 			b.ExpectValue(factKey, fact)
 		} else {
@@ -317,12 +319,12 @@ func (v *verifier[T]) removeChanges(ctx context.Context, factKey, fact []byte, c
 		for ; n < len(changes); n++ {
 			b.ExpectValue(changes[n].Key, changes[n].Value)
 			b.Delete(changes[n].Key)
-			if n > 0 && atom.Allows(&b) != nil {
-				b.ops = b.ops[:len(b.ops)-2]
+			if n > 0 && atom.Allows(b) != nil {
+				b = kv.NewBatch(b.Ops()[:b.Len()-2]...)
 				break
 			}
 		}
-		err := v.t.store.Apply(ctx, &b)
+		err := v.t.store.Apply(ctx, b)
 		if errors.Is(err, ErrConflict) {
 			return nil // a write or a maintainer got there first
 		}
@@ -347,7 +349,7 @@ func (v *verifier[T]) records(ctx context.Context) error {
 	var after []byte
 	for {
 		var facts [][]byte // key, value pairs
-		for e, err := range t.store.Scan(ctx, ScanRange{Start: t.factSpace, End: tupleEnd(t.factSpace), After: after, Limit: v.opts.ChunkSize}) {
+		for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: t.factSpace, End: tuple.End(t.factSpace), After: after, Limit: v.opts.ChunkSize}) {
 			if err != nil {
 				return err
 			}
@@ -397,7 +399,7 @@ func (v *verifier[T]) records(ctx context.Context) error {
 			default:
 				kind = DriftStale
 			}
-			var fix Batch
+			var fix kv.Batch
 			fix.ExpectValue(factKey, fact)
 			if held[i] == nil {
 				fix.ExpectAbsent(e.key)
@@ -479,7 +481,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 	done := int64(0)
 	for {
 		var list [][]byte // entry key, value, fact key
-		for e, err := range t.store.Scan(ctx, ScanRange{Start: ix.prefix, End: tupleEnd(ix.prefix), After: after, Limit: v.opts.ChunkSize}) {
+		for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: ix.prefix, End: tuple.End(ix.prefix), After: after, Limit: v.opts.ChunkSize}) {
 			if err != nil {
 				return err
 			}
@@ -510,7 +512,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 			if v.pending[string(pk)] {
 				continue
 			}
-			var fix Batch
+			var fix kv.Batch
 			fix.ExpectValue(key, value)
 			fix.Delete(key)
 			kind := DriftDangling
@@ -543,7 +545,7 @@ func (v *verifier[T]) entries(ctx context.Context, ix *indexTable) error {
 // queues a change for the maintainer instead, in the record's partition and
 // conditional on it: one that puts the record's entries, or, for a stray
 // entry key, one that deletes it unless the record has it.
-func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, seen, pk, factKey, fact []byte, fix *Batch, stray bool) (repaired bool, err error) {
+func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable, key, seen, pk, factKey, fact []byte, fix *kv.Batch, stray bool) (repaired bool, err error) {
 	t := v.t
 	// No lifecycle change of this table overtakes the confirmation and
 	// the fix: the fix lands in a generation the table maintains.
@@ -568,7 +570,7 @@ func (v *verifier[T]) found(ctx context.Context, kind DriftKind, ix *indexTable,
 			if ix.unique {
 				return false, fmt.Errorf("repair of unique index %q needs a batch that holds a record and its entry: %w", ix.name, err)
 			}
-			fix = &Batch{}
+			fix = &kv.Batch{}
 			if fact != nil {
 				fix.ExpectValue(factKey, fact)
 			} else {
@@ -629,13 +631,13 @@ func (v *verifier[T]) confirm(ctx context.Context, ix *indexTable, key, seen, pk
 		return false, err
 	}
 	queued := append(bytes.Clone(t.queueSpace), pk...)
-	for e, err := range t.store.Scan(ctx, ScanRange{Start: queued, End: tupleEnd(queued)}) {
+	for e, err := range t.store.Scan(ctx, kv.ScanRange{Start: queued, End: tuple.End(queued)}) {
 		if err != nil {
 			return false, err
 		}
 		// Not one of this Repair's fixes, nor a change set aside as read:
 		// a change was queued during the pass; late, not drift.
-		if !v.queued[string(e.Key)] && !slices.ContainsFunc(v.aside[string(pk)], func(c Entry) bool {
+		if !v.queued[string(e.Key)] && !slices.ContainsFunc(v.aside[string(pk)], func(c kv.Entry) bool {
 			return bytes.Equal(c.Key, e.Key) && bytes.Equal(c.Value, e.Value)
 		}) {
 			return false, nil
@@ -656,7 +658,7 @@ func (v *verifier[T]) confirm(ctx context.Context, ix *indexTable, key, seen, pk
 // decodeTupleLoose decodes an encoded tuple for a report, or returns it as
 // one []byte element when it does not decode.
 func decodeTupleLoose(b []byte) Tuple {
-	if t, err := DecodeTuple(b); err == nil {
+	if t, err := decodeTuple(b); err == nil {
 		return t
 	}
 	return Tuple{bytes.Clone(b)}
@@ -670,7 +672,7 @@ func decodeTupleLoose(b []byte) Tuple {
 // keeps no record type (its type has its own JSON encoding, say: see the
 // package documentation) cannot be checked: VerifyTable returns an error
 // wrapping ErrInvalidSchema.
-func VerifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
+func VerifyTable(ctx context.Context, store kv.Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
 	return verifyTable(ctx, store, info, opts, false)
 }
 
@@ -678,7 +680,7 @@ func VerifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 // whose atomicity is bounded it refuses a table with an index it cannot
 // check: a fix there may go through the queue, and a tool that applied the
 // queue would leave such an index behind.
-func RepairTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
+func RepairTable(ctx context.Context, store kv.Store, info TableInfo, opts VerifyOptions) (*VerifyReport, error) {
 	return verifyTable(ctx, store, info, opts, true)
 }
 
@@ -687,7 +689,7 @@ func RepairTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 // and Repair, which go by that type.
 type toolRecord struct{}
 
-func verifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOptions, repair bool) (*VerifyReport, error) {
+func verifyTable(ctx context.Context, store kv.Store, info TableInfo, opts VerifyOptions, repair bool) (*VerifyReport, error) {
 	if err := checkArguments(ctx, store); err != nil {
 		return nil, err
 	}
@@ -709,7 +711,7 @@ func verifyTable(ctx context.Context, store Store, info TableInfo, opts VerifyOp
 // openTool builds, without touching the store, the table info describes,
 // with records of its record type's type and the indexes its catalog defines,
 // at their generations and states; it returns the indexes it leaves out.
-func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error) {
+func openTool(store kv.Store, info TableInfo) (*Table[toolRecord], []string, error) {
 	var codec Codec
 	switch info.Codec {
 	case "json":
@@ -759,7 +761,7 @@ func openTool(store Store, info TableInfo) (*Table[toolRecord], []string, error)
 	return t, skipped, nil
 }
 
-func entryKeys(es []Entry) [][]byte {
+func entryKeys(es []kv.Entry) [][]byte {
 	keys := make([][]byte, len(es))
 	for i, e := range es {
 		keys[i] = e.Key

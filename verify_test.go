@@ -16,12 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
 func mustKey(t testing.TB, elems ...any) []byte {
 	t.Helper()
-	k, err := it.EncodeTuple(elems...)
+	k, err := kv.EncodeTuple(elems...)
 	require.NoError(t, err)
 	return k
 }
@@ -47,7 +48,7 @@ func TestVerifyFindsAndRepairsDrift(t *testing.T) {
 	require.NoError(t, err)
 	rec3, err := json.Marshal(person{ID: 3, Town: "R", Name: "C", Email: "a"})
 	require.NoError(t, err)
-	var b it.Batch
+	var b kv.Batch
 	b.Delete(mustKey(t, "people", 1, "town", 1, "R", 1))               // missing
 	b.Put(mustKey(t, "people", 1, "town_name", 1, "S", "B", 2), stale) // stale copy
 	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 3), nil)             // stale key
@@ -140,7 +141,7 @@ func TestVerifyFindsTwoRecordsMissingOneUniqueKey(t *testing.T) {
 	}
 	rec2, err := json.Marshal(person{ID: 2, Email: "a"})
 	require.NoError(t, err)
-	var b it.Batch
+	var b kv.Batch
 	b.Delete(mustKey(t, "people", 1, "email", 1, "a"))
 	b.Delete(mustKey(t, "people", 1, "email", 1, "b"))
 	b.Put(mustKey(t, "people", 0, 2), append(binary.AppendUvarint(nil, 7), rec2...))
@@ -210,7 +211,7 @@ func TestBuildOnAPartitionedStore(t *testing.T) {
 // the records' partitions, and applied before Repair returns; on a
 // partitioned store and over 4 shards under each rule.
 func TestRepairOnAPartitionedStore(t *testing.T) {
-	for name, s := range map[string]it.Store{
+	for name, s := range map[string]kv.Store{
 		"partitioned":     partitionedStore(it.NewMemoryStore()),
 		"sharded/leading": newShardedMemory(t, 4),
 		"sharded/hash":    newShardedMemory(t, 4, it.WithIndexSharding(it.ShardByHash)),
@@ -219,7 +220,7 @@ func TestRepairOnAPartitionedStore(t *testing.T) {
 	}
 }
 
-func testRepairOnAPartitionedStore(t *testing.T, s it.Store) {
+func testRepairOnAPartitionedStore(t *testing.T, s kv.Store) {
 	ctx := context.Background()
 	tbl := openWith(t, s, indexByName("town"), intraIndexes[0])
 	for i, town := range []string{"R", "S", "T", "U"} {
@@ -227,7 +228,7 @@ func testRepairOnAPartitionedStore(t *testing.T, s it.Store) {
 		require.NoError(t, err)
 	}
 	storetest.Drain(t, tbl)
-	var b it.Batch
+	var b kv.Batch
 	b.Put(mustKey(t, "people", 1, "town", 1, "Q", 9), nil) // dangling
 	require.NoError(t, s.Apply(ctx, &b))
 	b.Reset()
@@ -272,7 +273,7 @@ func TestRepairLeavesAConcurrentWriteAlone(t *testing.T) {
 		storetest.Drain(t, tbl)
 		want := map[it.DriftKind]int{}
 		if drift {
-			var b it.Batch
+			var b kv.Batch
 			b.Delete(mustKey(t, "people", 1, "town", 1, "R", 1))
 			require.NoError(t, s.Apply(ctx, &b))
 			want[it.DriftMissing] = 1
@@ -324,10 +325,10 @@ func TestVerifyTableWithoutTypes(t *testing.T) {
 			require.Equal(t, int64(60), rep.Records+int64(rep.Pending)+int64(60-countRecords(t, tbl)))
 
 			// Damage every index table behind the program's back.
-			var b it.Batch
+			var b kv.Batch
 			for _, name := range []string{"town", "town_name", "name", "tags", "email"} {
 				n := 0
-				for e, err := range s.Scan(ctx, it.ScanRange{Start: mustKey(t, "people", 1, name), End: mustKey(t, "people", 1, name+"\x00")}) {
+				for e, err := range s.Scan(ctx, kv.ScanRange{Start: mustKey(t, "people", 1, name), End: mustKey(t, "people", 1, name+"\x00")}) {
 					require.NoError(t, err)
 					if n++; n%7 == 0 {
 						b.Delete(bytes.Clone(e.Key)) // missing
@@ -386,9 +387,9 @@ func countRecords[T any](t testing.TB, tbl *it.Table[T]) int64 {
 }
 
 // readOnlyStore refuses every batch, as a store opened read-only does.
-type readOnlyStore struct{ it.Store }
+type readOnlyStore struct{ kv.Store }
 
-func (readOnlyStore) Apply(context.Context, *it.Batch) error { return errors.New("read-only") }
+func (readOnlyStore) Apply(context.Context, *kv.Batch) error { return errors.New("read-only") }
 
 type moneyAmount float64
 
@@ -455,8 +456,8 @@ func TestVerifyIgnoresWritesBetweenAnEntryAndItsRecord(t *testing.T) {
 			require.NoError(t, err)
 		}
 		s.onGetMany = func(keys [][]byte) bool {
-			k, ok := it.ParseKey(keys[0])
-			return ok && k.Space == it.SpaceRecords // records, looked up by the index pass
+			k, ok := kv.ParseKey(keys[0])
+			return ok && k.Space == kv.SpaceRecords // records, looked up by the index pass
 		}
 		s.hook = func() {
 			var err error
@@ -511,7 +512,7 @@ func TestConcurrentVerifyBuildAndRepair(t *testing.T) {
 
 // agesWithOneRecord returns a store holding table "r2" of ageRec, with an
 // index on Age and one record.
-func agesWithOneRecord(t *testing.T) it.Store {
+func agesWithOneRecord(t *testing.T) kv.Store {
 	s := it.NewMemoryStore()
 	tbl := openAges(t, s, it.Index[ageRec]{Name: "age", Fields: []string{"Age"}})
 	_, err := tbl.Insert(context.Background(), ageRec{ID: 1, Age: 30})
@@ -555,7 +556,7 @@ func TestVerifyTableOfADefinitionWithoutPrimaryKey(t *testing.T) {
 	catKey := mustKey(t, "r2", 2, "age")
 	v, err := s.Get(ctx, catKey)
 	require.NoError(t, err)
-	entry, err := it.DecodeTuple(v)
+	entry, err := kv.DecodeTuple(v)
 	require.NoError(t, err)
 	// format 1; no primary key; Fields ["Age"]; no projection; computed,
 	// strategy, unique, sparse, multi, consistency, placement.

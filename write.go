@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 	"reflect"
 	"slices"
 )
@@ -225,7 +227,7 @@ func (t *Table[T]) factKey(dst []byte, rv reflect.Value) ([]byte, error) {
 		if !fv.IsValid() {
 			return key, fmt.Errorf("%w: primary key field %q is unreachable (nil embedded pointer)", ErrInvalidKey, t.pk[i].name)
 		}
-		key = appendKeyValue(key, fv)
+		key = tuple.AppendValue(key, fv)
 	}
 	return key, nil
 }
@@ -240,12 +242,12 @@ const maxAttempts = 64
 // index entries newEntries, or deletes it when fact is nil, conditional on
 // the current record being unchanged; it retries when a concurrent write
 // got there first. Each attempt reads, checks, plans and applies.
-func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, factKey, fact []byte, newEntries []entry, o writeOptions, ops *[]Op) (Version, error) {
+func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, factKey, fact []byte, newEntries []entry, o writeOptions, ops *[]kv.Op) (Version, error) {
 	n := 3 + 2*len(newEntries) // the record, its guard, a change record, the entries and theirs
-	b := Batch{ops: slices.Grow((*ops)[:0], n)}
-	defer func() { *ops = b.ops }()
+	b := kv.NewBatch(slices.Grow((*ops)[:0], n)...)
+	defer func() { *ops = b.Ops() }()
 	for attempt := 1; ; attempt++ {
-		a := writeAttempt{b: &b, factKey: factKey, pk: factKey[len(t.factSpace):], fact: fact, schema: view.version}
+		a := writeAttempt{b: b, factKey: factKey, pk: factKey[len(t.factSpace):], fact: fact, schema: view.version}
 		// An insert first takes the record to be absent, blind, which its
 		// batch expects: a new record (the usual case) is not read twice.
 		// A blind attempt that fails without writing (a taken key, say) is
@@ -266,7 +268,7 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 			}
 			return 0, fmt.Errorf("table %q: %w", t.name, err)
 		}
-		err := t.applyHinted(ctx, &b)
+		err := t.applyHinted(ctx, b)
 		if err == nil {
 			t.noteWrite(view, &a)
 			return a.version, nil
@@ -292,7 +294,7 @@ var errSchemaMoved = errors.New("the schema changed")
 // writeAttempt is one try of a write: the record as read and as it will be,
 // and the batch that commits it.
 type writeAttempt struct {
-	b                 *Batch
+	b                 *kv.Batch
 	factKey, pk, fact []byte  // fact nil: a delete
 	schema            []byte  // the schema version the write plans at
 	version           Version // the version the write stores
@@ -378,7 +380,7 @@ func (t *Table[T]) planBatch(ctx context.Context, view *indexView, a *writeAttem
 // the table's maintainer.
 func (t *Table[T]) noteWrite(view *indexView, a *writeAttempt) {
 	t.writes.Add(1)
-	view.noteMutations(a.b.ops, a.exists)
+	view.noteMutations(a.b.Ops(), a.exists)
 	if a.queued {
 		select {
 		case t.wake <- struct{}{}:
@@ -393,7 +395,7 @@ func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
 	b := a.b
 	b.Reset()
 	if t.versioned {
-		b.expectAsRead(t.versionKey, a.schema)
+		expectAsRead(b, t.versionKey, a.schema)
 	}
 	if a.exists {
 		b.ExpectValue(a.factKey, a.oldValue)
@@ -414,7 +416,7 @@ func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
 // into those in new: deletes for entries that went, puts for entries that
 // came or changed. A unique entry that comes is checked against the store
 // and guarded by an expectation that it is still absent when b applies.
-func planEntries(ctx context.Context, s Store, b *Batch, old, new []entry) error {
+func planEntries(ctx context.Context, s kv.Store, b *kv.Batch, old, new []entry) error {
 	gone := func(o entry) error {
 		if !o.ix.unique || o.ix.state == IndexReadable {
 			b.Delete(o.key)
@@ -456,7 +458,7 @@ func planEntries(ctx context.Context, s Store, b *Batch, old, new []entry) error
 // guardUnique adds to b the expectation that keeps the key of unique entry
 // e free, or held by e's own record, until b applies; or returns the
 // violation when another record holds it.
-func guardUnique(ctx context.Context, s Store, b *Batch, e entry) error {
+func guardUnique(ctx context.Context, s kv.Store, b *kv.Batch, e entry) error {
 	held, err := s.Get(ctx, e.key)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -480,7 +482,7 @@ func sameOwner(ix *indexTable, key, a, b []byte) bool {
 }
 
 func uniqueViolation(ix *indexTable, key, held []byte) error {
-	k, err := DecodeTuple(key[len(ix.prefix):])
+	k, err := decodeTuple(key[len(ix.prefix):])
 	if err != nil {
 		return fmt.Errorf("%w: index %q", ErrUniqueViolation, ix.name)
 	}
@@ -488,7 +490,7 @@ func uniqueViolation(ix *indexTable, key, held []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: index %q: key %v is taken", ErrUniqueViolation, ix.name, k)
 	}
-	owner, _ := DecodeTuple(pk)
+	owner, _ := decodeTuple(pk)
 	return fmt.Errorf("%w: index %q: key %v is taken by record %v", ErrUniqueViolation, ix.name, k, owner)
 }
 
@@ -555,15 +557,15 @@ func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, newEntries []e
 // copy of it. b starts with the record's guard and its write, and ends
 // with its change record (entries in the record's partition may come
 // between).
-func worstGuard(b *Batch) *Batch {
+func worstGuard(b *kv.Batch) *kv.Batch {
 	ops := b.Ops()
 	record, change := ops[1], ops[len(ops)-1]
-	marker := Op{Kind: OpPut, Key: change.Key, Value: append(make([]byte, 3+binary.MaxVarintLen64), record.Value...)}
-	return &Batch{ops: []Op{
-		{Kind: OpExpectValue, Key: record.Key, Value: record.Value},
-		{Kind: OpExpectValue, Key: change.Key, Value: change.Value}, {Kind: OpDelete, Key: change.Key},
-		{Kind: OpExpectValue, Key: marker.Key, Value: marker.Value}, {Kind: OpDelete, Key: marker.Key},
-	}}
+	marker := kv.Op{Kind: kv.OpPut, Key: change.Key, Value: append(make([]byte, 3+binary.MaxVarintLen64), record.Value...)}
+	return kv.NewBatch([]kv.Op{
+		{Kind: kv.OpExpectValue, Key: record.Key, Value: record.Value},
+		{Kind: kv.OpExpectValue, Key: change.Key, Value: change.Value}, {Kind: kv.OpDelete, Key: change.Key},
+		{Kind: kv.OpExpectValue, Key: marker.Key, Value: marker.Value}, {Kind: kv.OpDelete, Key: marker.Key},
+	}...)
 }
 
 // uniqueEntries returns the entries of unique indexes among entries.
@@ -600,7 +602,7 @@ func errUniqueOutside(ix *indexTable) error {
 type writeBuffers[T any] struct {
 	rec, stored    T
 	key, storedKey []byte
-	ops            []Op
+	ops            []kv.Op
 }
 
 func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {

@@ -13,6 +13,7 @@ import (
 
 	it "github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 )
 
 // TestConcurrentWriters races writers over a few records; afterwards every
@@ -56,12 +57,12 @@ func TestConcurrentWriters(t *testing.T) {
 }
 
 // storeDump returns a copy of every key and value in s.
-func storeDump(t testing.TB, s it.Store) map[string]string {
+func storeDump(t testing.TB, s kv.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for e, err := range s.Scan(context.Background(), it.ScanRange{}) {
+	for e, err := range s.Scan(context.Background(), kv.ScanRange{}) {
 		require.NoError(t, err)
-		if k, ok := it.ParseKey(e.Key); ok && slices.Contains([]it.KeySpace{it.SpaceCatalog, it.SpaceLeases, it.SpaceUsage, it.SpaceRecordType}, k.Space) {
+		if k, ok := kv.ParseKey(e.Key); ok && slices.Contains([]kv.KeySpace{kv.SpaceCatalog, kv.SpaceLeases, kv.SpaceUsage, kv.SpaceRecordType}, k.Space) {
 			continue // the catalog, the maintainers' leases, the usage totals, the record type
 		}
 		out[string(e.Key)] = string(e.Value)
@@ -121,14 +122,14 @@ func TestFailedWritesLeaveDataAsItWas(t *testing.T) {
 // does, over a memory store.
 type scopedStore struct {
 	*it.MemoryStore
-	scope it.Atomicity
+	scope kv.Atomicity
 }
 
-func (s scopedStore) Atomicity() it.Atomicity { return s.scope }
+func (s scopedStore) Atomicity() kv.Atomicity { return s.scope }
 
 func TestWritesRespectTheAtomicityScope(t *testing.T) {
 	ctx := context.Background()
-	s := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 5}}
+	s := scopedStore{it.NewMemoryStore(), kv.Atomicity{MaxOps: 5}}
 	tbl := openPeople(t, s)
 	// The record and its entries do not fit: the record commits with its
 	// unique entry, which only its own batch can check, and a change
@@ -156,7 +157,7 @@ func TestWritesRespectTheAtomicityScope(t *testing.T) {
 	// A write falls back only if a maintainer can apply its change: with
 	// four operations a batch, it could not remove the change record and a
 	// marker while expecting the record.
-	tight := scopedStore{it.NewMemoryStore(), it.Atomicity{MaxOps: 4}}
+	tight := scopedStore{it.NewMemoryStore(), kv.Atomicity{MaxOps: 4}}
 	tbl = openPeople(t, tight)
 	_, err = tbl.Insert(ctx, person{ID: 1, Town: "R", Name: "A"})
 	require.ErrorIs(t, err, it.ErrInvalidBatch)

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore/azuritetest"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,12 +63,12 @@ type hintMovie struct {
 }
 
 // keysOf returns the keys of store s in space.
-func keysOf(t *testing.T, s indextable.Store, space indextable.KeySpace) [][]byte {
+func keysOf(t *testing.T, s kv.Store, space kv.KeySpace) [][]byte {
 	t.Helper()
 	var keys [][]byte
-	for e, err := range s.Scan(context.Background(), indextable.ScanRange{}) {
+	for e, err := range s.Scan(context.Background(), kv.ScanRange{}) {
 		require.NoError(t, err)
-		if k, ok := indextable.ParseKey(e.Key); ok && k.Space == space {
+		if k, ok := kv.ParseKey(e.Key); ok && k.Space == space {
 			keys = append(keys, e.Key)
 		}
 	}
@@ -94,16 +95,16 @@ func TestHintCrashWindowOnAzure(t *testing.T) {
 	tbl, err := indextable.Open(ctx, faulty, schema)
 	require.NoError(t, err)
 	m := hintMovie{Genre: "drama", Title: "Heat", Actors: []string{"Pacino"}}
-	hintPrefix, err := indextable.EncodeTuple("m", int64(indextable.SpaceHints))
+	hintPrefix, err := kv.EncodeTuple("m", int64(kv.SpaceHints))
 	require.NoError(t, err)
-	recordPrefix, err := indextable.EncodeTuple("m", int64(indextable.SpaceRecords), "drama")
+	recordPrefix, err := kv.EncodeTuple("m", int64(kv.SpaceRecords), "drama")
 	require.NoError(t, err)
 
 	dt.drop(partitionKey(Partition(hintPrefix)))
 	_, err = tbl.Insert(ctx, m)
 	require.ErrorIs(t, err, errDropped)
 	require.Equal(t, 1, dt.dropped)
-	for _, space := range []indextable.KeySpace{indextable.SpaceHints, indextable.SpaceQueue, indextable.SpaceRecords} {
+	for _, space := range []kv.KeySpace{kv.SpaceHints, kv.SpaceQueue, kv.SpaceRecords} {
 		require.Empty(t, keysOf(t, raw, space), "space %d after the hint was dropped", space)
 	}
 
@@ -111,9 +112,9 @@ func TestHintCrashWindowOnAzure(t *testing.T) {
 	_, err = tbl.Insert(ctx, m)
 	require.ErrorIs(t, err, errDropped)
 	dt.drop("")
-	hints := keysOf(t, raw, indextable.SpaceHints)
+	hints := keysOf(t, raw, kv.SpaceHints)
 	require.Len(t, hints, 1, "the hint of the transaction dropped")
-	require.Empty(t, keysOf(t, raw, indextable.SpaceQueue))
+	require.Empty(t, keysOf(t, raw, kv.SpaceQueue))
 
 	after, err := indextable.Open(ctx, raw, schema)
 	require.NoError(t, err)
@@ -127,13 +128,13 @@ func TestHintCrashWindowOnAzure(t *testing.T) {
 	}
 	_, err = after.ApplyPending(ctx, indextable.MaintainerOptions{})
 	require.NoError(t, err)
-	require.Len(t, keysOf(t, raw, indextable.SpaceHints), 1, "a young hint: its writer may still commit")
-	var b indextable.Batch
+	require.Len(t, keysOf(t, raw, kv.SpaceHints), 1, "a young hint: its writer may still commit")
+	var b kv.Batch
 	b.Put(hints[0], binary.AppendUvarint([]byte{1, 0}, uint64(time.Now().Add(-2*time.Minute).UnixNano())))
 	require.NoError(t, raw.Apply(ctx, &b))
 	_, err = after.ApplyPending(ctx, indextable.MaintainerOptions{})
 	require.NoError(t, err)
-	require.Empty(t, keysOf(t, raw, indextable.SpaceHints), "an old hint without its change")
+	require.Empty(t, keysOf(t, raw, kv.SpaceHints), "an old hint without its change")
 
 	_, err = after.Insert(ctx, m)
 	require.NoError(t, err)
@@ -146,5 +147,5 @@ func TestHintCrashWindowOnAzure(t *testing.T) {
 		found = append(found, r)
 	}
 	require.Equal(t, []hintMovie{m}, found)
-	require.Empty(t, keysOf(t, raw, indextable.SpaceHints))
+	require.Empty(t, keysOf(t, raw, kv.SpaceHints))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // alphabet holds the 64 characters of encoded keys, in ascending order.
@@ -113,8 +114,8 @@ func decodeKey(s string) ([]byte, error) {
 // intra-partition index, which lets a scan of one follow the table's
 // (PartitionKey, RowKey) order.
 //
-// It reads a table's keys as indextable.KeySpace lays them out, and agrees
-// with indextable.ParseKey on every one (a test checks it); it decodes keys
+// It reads a table's keys as kv.KeySpace lays them out, and agrees
+// with kv.ParseKey on every one (a test checks it); it decodes keys
 // itself because where it puts keys that are no table's is part of what it
 // has stored, and must not move.
 func Partition(key []byte) []byte {
@@ -135,28 +136,28 @@ func partition(key []byte) (p, prefix []byte) {
 	if !ok {
 		return raw, nil
 	}
-	records, index := int64(indextable.SpaceRecords), int64(indextable.SpaceIndex)
-	queue, intra := int64(indextable.SpaceQueue), int64(indextable.SpaceIntra)
+	records, index := int64(kv.SpaceRecords), int64(kv.SpaceIndex)
+	queue, intra := int64(kv.SpaceQueue), int64(kv.SpaceIntra)
 	var err error
 	switch {
 	case space == records && len(t) >= 3: // a record; its changes and entries below
-		p, err = indextable.EncodeTuple(t[:3]...)
+		p, err = kv.EncodeTuple(t[:3]...)
 		prefix = p
 	case space == queue && len(t) >= 3: // a record's changes
-		p, err = indextable.EncodeTuple(t[0], records, t[2])
+		p, err = kv.EncodeTuple(t[0], records, t[2])
 		if err == nil {
-			prefix, err = indextable.EncodeTuple(t[:3]...)
+			prefix, err = kv.EncodeTuple(t[:3]...)
 		}
 	case space == intra && len(t) >= 5: // table, space, index, generation, record's partition
-		p, err = indextable.EncodeTuple(t[0], records, t[4])
+		p, err = kv.EncodeTuple(t[0], records, t[4])
 		if err == nil {
-			prefix, err = indextable.EncodeTuple(t[:5]...)
+			prefix, err = kv.EncodeTuple(t[:5]...)
 		}
 	case space == index && len(t) >= 5: // an index table, by its first component
-		p, err = indextable.EncodeTuple(t[:5]...)
+		p, err = kv.EncodeTuple(t[:5]...)
 		prefix = p
 	default:
-		p, err = indextable.EncodeTuple(t[:2]...)
+		p, err = kv.EncodeTuple(t[:2]...)
 		if space != records && space != index && space != queue && space != intra {
 			prefix = p
 		}
@@ -172,7 +173,7 @@ func partition(key []byte) (p, prefix []byte) {
 // tuple's partition.
 func decodePrefix(key []byte) indextable.Tuple {
 	for n := len(key); n > 0; n-- {
-		if t, err := indextable.DecodeTuple(key[:n]); err == nil {
+		if t, err := kv.DecodeTuple(key[:n]); err == nil {
 			return t
 		}
 	}

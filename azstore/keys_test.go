@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,7 +64,7 @@ func mustDecode(t *testing.T, s string) []byte {
 
 func TestPartition(t *testing.T) {
 	key := func(elems ...any) []byte {
-		k, err := indextable.EncodeTuple(elems...)
+		k, err := kv.EncodeTuple(elems...)
 		require.NoError(t, err)
 		return k
 	}
@@ -95,7 +95,7 @@ func TestPartition(t *testing.T) {
 
 // TestPartitionAgreesWithParseKey: on every key a table writes (random ones
 // of each space, cut at each length), the store's partitions follow the key
-// form that indextable.ParseKey reads: a record, its changes and its
+// form that kv.ParseKey reads: a record, its changes and its
 // intra-partition entries in the partition of its first primary key
 // component; an index entry in that of its first key component; anything
 // else of a table in its space's.
@@ -117,23 +117,23 @@ func TestPartitionAgreesWithParseKey(t *testing.T) {
 		for range r.IntN(6) {
 			elems = append(elems, elem())
 		}
-		key, err := indextable.EncodeTuple(elems...)
+		key, err := kv.EncodeTuple(elems...)
 		require.NoError(t, err)
-		k, ok := indextable.ParseKey(key)
+		k, ok := kv.ParseKey(key)
 		require.True(t, ok)
 		through := key[:len(key)-len(k.Rest)]
-		records, err := indextable.AppendTuple(bytes.Clone(k.Table), int64(indextable.SpaceRecords))
+		records, err := kv.AppendTuple(bytes.Clone(k.Table), int64(kv.SpaceRecords))
 		require.NoError(t, err)
 		p, prefix := partition(key)
 		switch {
-		case k.Lead != nil && k.Space == indextable.SpaceIndex:
+		case k.Lead != nil && k.Space == kv.SpaceIndex:
 			assert.Equal(t, through, p, "%v", elems)
 			assert.Equal(t, through, prefix, "%v", elems)
 		case k.Lead != nil:
 			assert.Equal(t, append(records, k.Lead...), p, "%v", elems)
 			assert.Equal(t, through, prefix, "%v", elems)
-		case k.Space == indextable.SpaceRecords || k.Space == indextable.SpaceIndex ||
-			k.Space == indextable.SpaceQueue || k.Space == indextable.SpaceIntra:
+		case k.Space == kv.SpaceRecords || k.Space == kv.SpaceIndex ||
+			k.Space == kv.SpaceQueue || k.Space == kv.SpaceIntra:
 			assert.Equal(t, through, p, "%v: the table's space", elems)
 			assert.Nil(t, prefix, "%v: a key cut short has no one-partition prefix", elems)
 		default:

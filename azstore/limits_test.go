@@ -8,6 +8,7 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore/azuritetest"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +23,7 @@ func TestLimitsOnAzure(t *testing.T) {
 		storetest.TestLimits(t, openFresh(t, conn), storetest.LimitsOptions{Steps: 150})
 	})
 	t.Run("sharded", func(t *testing.T) {
-		shards := []indextable.Store{openFresh(t, conn), openFresh(t, conn), openFresh(t, conn), openFresh(t, conn)}
+		shards := []kv.Store{openFresh(t, conn), openFresh(t, conn), openFresh(t, conn), openFresh(t, conn)}
 		s, err := indextable.OpenShardedStore(context.Background(), shards, indextable.WithIndexSharding(indextable.ShardByHash))
 		require.NoError(t, err)
 		storetest.TestLimits(t, s, storetest.LimitsOptions{Steps: 150})
@@ -53,8 +54,8 @@ func TestRefusedUpFrontOnAzure(t *testing.T) {
 		{"an inter-partition index's value", irec{P: "p", ID: "1", B: long(390)}, indextable.ErrInvalidKey, "field B takes 390 bytes where at most 361 fit"},
 		{"an ID", irec{P: "p", ID: long(370)}, indextable.ErrInvalidKey, "field ID takes 370 bytes where at most 362 fit"},
 		{"the partition field", irec{P: long(190), ID: "1"}, indextable.ErrInvalidKey, "field P (it is in the key 2 times) takes 190 bytes"},
-		{"a record near an entity's size", irec{P: "p", ID: "1", Data: make([]byte, 704<<10-11)}, indextable.ErrInvalidBatch, "at most"},
-		{"a record of 2 MiB", irec{P: "p", ID: "1", Data: make([]byte, 2<<20)}, indextable.ErrInvalidBatch, "at most"},
+		{"a record near an entity's size", irec{P: "p", ID: "1", Data: make([]byte, 704<<10-11)}, kv.ErrInvalidBatch, "at most"},
+		{"a record of 2 MiB", irec{P: "p", ID: "1", Data: make([]byte, 2<<20)}, kv.ErrInvalidBatch, "at most"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tbl, err := indextable.Open(ctx, openFresh(t, conn), indextable.Schema[irec]{Name: "t", PrimaryKey: []string{"P", "ID"},
@@ -67,7 +68,7 @@ func TestRefusedUpFrontOnAzure(t *testing.T) {
 			require.ErrorIs(t, err, tc.err)
 			require.ErrorContains(t, err, tc.message)
 			_, err = tbl.Get(ctx, tc.rec.P, tc.rec.ID)
-			require.ErrorIs(t, err, indextable.ErrNotFound)
+			require.ErrorIs(t, err, kv.ErrNotFound)
 			lag, err := tbl.Lag(ctx)
 			require.NoError(t, err)
 			require.Zero(t, lag.Pending)
@@ -103,7 +104,7 @@ func TestLimitsMeasured(t *testing.T) {
 			rec := c.rec(n)
 			_, err := tbl.Insert(ctx, rec)
 			if err != nil {
-				require.True(t, errors.Is(err, indextable.ErrInvalidKey) || errors.Is(err, indextable.ErrInvalidBatch), "%s of %d: %v", c.name, n, err)
+				require.True(t, errors.Is(err, indextable.ErrInvalidKey) || errors.Is(err, kv.ErrInvalidBatch), "%s of %d: %v", c.name, n, err)
 				return false
 			}
 			storetest.Drain(t, tbl)

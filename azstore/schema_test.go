@@ -14,6 +14,7 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore/azuritetest"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -79,7 +80,7 @@ func startWriters(tbl *indextable.Table[stock], seed uint64) *stockWriters {
 				switch {
 				case err == nil:
 					w.committed.Add(1)
-				case errors.Is(err, indextable.ErrConflict), errors.Is(err, indextable.ErrNotFound), errors.Is(err, indextable.ErrExists):
+				case errors.Is(err, kv.ErrConflict), errors.Is(err, kv.ErrNotFound), errors.Is(err, indextable.ErrExists):
 				default:
 					w.once.Do(func() {
 						w.err = err
@@ -221,14 +222,14 @@ func TestOnlineSchemaChangeOnAzurite(t *testing.T) {
 			writers.await(writers.committed.Load() + 20) // writes after the entries were deleted
 			require.NoError(t, writers.halt())
 			requireClean(dropper)
-			priceIndex, err := indextable.EncodeTuple("price")
+			priceIndex, err := kv.EncodeTuple("price")
 			require.NoError(t, err)
 			entries := 0
-			for e, err := range s.Scan(ctx, indextable.ScanRange{}) {
+			for e, err := range s.Scan(ctx, kv.ScanRange{}) {
 				require.NoError(t, err)
-				k, ok := indextable.ParseKey(e.Key)
+				k, ok := kv.ParseKey(e.Key)
 				require.True(t, ok, "%q", e.Key)
-				if k.Space == indextable.SpaceIndex || k.Space == indextable.SpaceIntra {
+				if k.Space == kv.SpaceIndex || k.Space == kv.SpaceIntra {
 					require.NotEqual(t, priceIndex, k.Index, "an entry of the dropped index: %q", e.Key)
 					entries++
 				}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore/azuritetest"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -18,8 +19,8 @@ import (
 func TestShardedOnAzure(t *testing.T) {
 	conn := azuritetest.Connection(t)
 	t.Run("conformance", func(t *testing.T) {
-		storetest.TestStore(t, func(t *testing.T) indextable.Store {
-			s, err := indextable.OpenShardedStore(context.Background(), []indextable.Store{
+		storetest.TestStore(t, func(t *testing.T) kv.Store {
+			s, err := indextable.OpenShardedStore(context.Background(), []kv.Store{
 				openFresh(t, conn), openFresh(t, conn), indextable.NewMemoryStore(),
 			}, indextable.WithIndexSharding(indextable.ShardByLeadingKey))
 			require.NoError(t, err)
@@ -27,12 +28,12 @@ func TestShardedOnAzure(t *testing.T) {
 		})
 	})
 	t.Run("table", func(t *testing.T) {
-		storetest.TestShardedTable(t, func(t *testing.T) []indextable.Store {
-			return []indextable.Store{openFresh(t, conn), openFresh(t, conn), indextable.NewMemoryStore()}
-		}, storetest.ShardedTableOptions{Records: 60, Reopen: func(t *testing.T) func() []indextable.Store {
+		storetest.TestShardedTable(t, func(t *testing.T) []kv.Store {
+			return []kv.Store{openFresh(t, conn), openFresh(t, conn), indextable.NewMemoryStore()}
+		}, storetest.ShardedTableOptions{Records: 60, Reopen: func(t *testing.T) func() []kv.Store {
 			tables := []string{azuritetest.FreshTable(t, conn, "t"), azuritetest.FreshTable(t, conn, "t"), azuritetest.FreshTable(t, conn, "t")}
-			return func() []indextable.Store {
-				shards := make([]indextable.Store, len(tables))
+			return func() []kv.Store {
+				shards := make([]kv.Store, len(tables))
 				for i, name := range tables {
 					shards[i] = openTable(t, conn, name, nil)
 				}

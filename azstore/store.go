@@ -1,5 +1,5 @@
-// Package azstore is an indextable.Store on Azure Table storage (and its
-// emulator, Azurite), through the official SDK.
+// Package azstore is a store for indextable tables, a kv.Store, on Azure
+// Table storage (and its emulator, Azurite), through the official SDK.
 //
 // All of a store's keys live in one Azure table. A key becomes an entity
 // whose RowKey is the key, encoded order-preservingly into characters Azure
@@ -45,6 +45,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 const (
@@ -76,7 +77,7 @@ type Options struct {
 	Client *aztables.ClientOptions
 }
 
-// Store is an indextable.Store on one Azure table. It is safe for
+// Store is a kv.Store on one Azure table. It is safe for
 // concurrent use.
 type Store struct {
 	client *aztables.Client
@@ -84,7 +85,7 @@ type Store struct {
 	closed bool
 }
 
-var _ indextable.Store = (*Store)(nil)
+var _ kv.Store = (*Store)(nil)
 
 // Open connects to the account of connectionString and opens the store in
 // its table opts.Table, creating the table if needed. A connection string
@@ -159,7 +160,7 @@ func (s *Store) begin(ctx context.Context) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return fmt.Errorf("azstore: %w", indextable.ErrClosed)
+		return fmt.Errorf("azstore: %w", kv.ErrClosed)
 	}
 	return nil
 }
@@ -170,7 +171,7 @@ type entity map[string]any
 
 func newEntity(key, value []byte) (entity, error) {
 	if len(value) > maxValueBytes {
-		return nil, fmt.Errorf("%w: the value of key %q has %d bytes; an entity holds %d", indextable.ErrInvalidBatch, key, len(value), maxValueBytes)
+		return nil, fmt.Errorf("%w: the value of key %q has %d bytes; an entity holds %d", kv.ErrInvalidBatch, key, len(value), maxValueBytes)
 	}
 	e := entity{"PartitionKey": partitionKey(Partition(key)), "RowKey": rowKey(key)}
 	for i := 0; i == 0 || i*propertyBytes < len(value); i++ {
@@ -222,14 +223,14 @@ func (s *Store) get(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 // Get returns the value stored under key, or an error wrapping
-// indextable.ErrNotFound.
+// kv.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
 	v, err := s.get(ctx, key)
 	if err == nil && v == nil {
-		return nil, fmt.Errorf("azstore: %w", indextable.ErrNotFound)
+		return nil, fmt.Errorf("azstore: %w", kv.ErrNotFound)
 	}
 	return v, err
 }
@@ -238,10 +239,10 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 // tokens page by page. Azure reads forward only: a reverse scan reads its
 // range forward, keeping the last Limit entries (all of them without a
 // limit), and yields them backwards.
-func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[indextable.Entry, error] {
-	return func(yield func(indextable.Entry, error) bool) {
+func (s *Store) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		if err := s.begin(ctx); err != nil {
-			yield(indextable.Entry{}, err)
+			yield(kv.Entry{}, err)
 			return
 		}
 		lo, hi := r.Start, r.End
@@ -257,8 +258,8 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 			return
 		}
 		var (
-			kept []indextable.Entry // a reverse scan's last entries, a ring when limited
-			head int                // of the ring: its oldest entry
+			kept []kv.Entry // a reverse scan's last entries, a ring when limited
+			head int        // of the ring: its oldest entry
 			n    int
 			top  int // entries a page, when a forward scan needs fewer than a page
 		)
@@ -267,7 +268,7 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 		}
 		for e, err := range s.scanForward(ctx, lo, hi, top) {
 			if err != nil {
-				yield(indextable.Entry{}, err)
+				yield(kv.Entry{}, err)
 				return
 			}
 			if !r.Reverse {
@@ -299,8 +300,8 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 // within one partition is one partition's query; any other reads the table
 // by RowKey, in (PartitionKey, RowKey) order, which Partition makes key
 // order within each space of a table; an entry out of order is an error.
-func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Seq2[indextable.Entry, error] {
-	return func(yield func(indextable.Entry, error) bool) {
+func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		var conds []string
 		// The keys that extend p as a tuple lie below p+0xFF: a byte 0xFF
 		// after a whole element only escapes a NUL inside a string.
@@ -325,7 +326,7 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
 			if err != nil {
-				yield(indextable.Entry{}, fmt.Errorf("azstore: scan: %w", err))
+				yield(kv.Entry{}, fmt.Errorf("azstore: scan: %w", err))
 				return
 			}
 			for _, data := range page.Entities {
@@ -341,16 +342,16 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 					err = fmt.Errorf("azstore: scan: key %q follows %q: the range spans partitions out of key order", k, last)
 				}
 				if err != nil {
-					yield(indextable.Entry{}, err)
+					yield(kv.Entry{}, err)
 					return
 				}
 				last = k
-				if !yield(indextable.Entry{Key: k, Value: v}, nil) {
+				if !yield(kv.Entry{Key: k, Value: v}, nil) {
 					return
 				}
 			}
 			if err := s.begin(ctx); err != nil {
-				yield(indextable.Entry{}, err)
+				yield(kv.Entry{}, err)
 				return
 			}
 		}
@@ -372,15 +373,15 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 // costs one request, and one that reads at most 13 keys two.
 //
 // A batch that Atomicity does not allow is refused with
-// indextable.ErrInvalidBatch before it is sent: Azurite would apply some,
+// kv.ErrInvalidBatch before it is sent: Azurite would apply some,
 // across partitions, that Azure refuses. The guard names the attempt that
 // wrote it, so a transaction whose answer was lost, and which the SDK sent
 // again, is known to have committed. A batch that others overtake in its
 // partition starts again after a jittered back-off, up to 32 times. The
 // ETag guards a partition, where Azure's transactions stop; records carry
 // the table's own versions (indextable.IfVersion).
-func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
-	if err := indextable.CheckBatch(b); err != nil {
+func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
+	if err := kv.CheckBatch(b); err != nil {
 		return fmt.Errorf("azstore: %w", err)
 	}
 	if err := s.Atomicity().Allows(b); err != nil {
@@ -389,12 +390,12 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	// A key too long to be stored is absent (Allows refused putting it):
 	// expecting it absent or deleting it is nothing to do, and expecting
 	// a value of it fails.
-	ops := make([]indextable.Op, 0, b.Len())
+	ops := make([]kv.Op, 0, b.Len())
 	for _, op := range b.Ops() {
 		if len(op.Key) <= maxKeyBytes {
 			ops = append(ops, op)
-		} else if op.Kind == indextable.OpExpectValue {
-			return fmt.Errorf("azstore: %w", indextable.CheckExpectation(op, nil))
+		} else if op.Kind == kv.OpExpectValue {
+			return fmt.Errorf("azstore: %w", kv.CheckExpectation(op, nil))
 		}
 	}
 	if err := s.begin(ctx); err != nil {
@@ -424,7 +425,7 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 
 // errOvertaken reports a batch that other batches in its partition kept
 // overtaking, between its reads and its commit, as many times as it tried.
-var errOvertaken = fmt.Errorf("azstore: %w: other batches kept committing in the partition", indextable.ErrConflict)
+var errOvertaken = fmt.Errorf("azstore: %w: other batches kept committing in the partition", kv.ErrConflict)
 
 // errAbsentDelete reports that a blind batch deletes a key that is absent,
 // which failed its transaction: it must go the reading way.
@@ -434,13 +435,13 @@ var errAbsentDelete = errors.New("azstore: a blind batch deletes an absent key")
 // whether it is still to be tried blind.
 type write struct {
 	pk    string
-	ops   []indextable.Op
+	ops   []kv.Op
 	adds  map[string]bool // keys put and expected absent, when blind
 	blind bool
 }
 
 // newWrite returns the write of ops, which are in one partition.
-func newWrite(ops []indextable.Op) *write {
+func newWrite(ops []kv.Op) *write {
 	adds, blind := blindWrites(ops)
 	return &write{pk: partitionKey(Partition(ops[0].Key)), ops: ops, adds: adds, blind: blind}
 }
@@ -449,18 +450,18 @@ func newWrite(ops []indextable.Op) *write {
 // expectations are that keys it puts are absent, which need no reads:
 // those puts become inserts (Add), which fail the transaction when a key
 // exists. It returns their keys (none when ops is not blind).
-func blindWrites(ops []indextable.Op) (adds map[string]bool, blind bool) {
+func blindWrites(ops []kv.Op) (adds map[string]bool, blind bool) {
 	puts := map[string]bool{}
 	for _, op := range ops {
-		if op.Kind == indextable.OpPut {
+		if op.Kind == kv.OpPut {
 			puts[string(op.Key)] = true
 		}
 	}
 	adds = map[string]bool{}
 	for _, op := range ops {
 		switch op.Kind {
-		case indextable.OpPut, indextable.OpDelete:
-		case indextable.OpExpectAbsent:
+		case kv.OpPut, kv.OpDelete:
+		case kv.OpExpectAbsent:
 			if !puts[string(op.Key)] {
 				return map[string]bool{}, false
 			}
@@ -521,9 +522,9 @@ func (s *Store) applyBlindAgain(ctx context.Context, w *write, prior string) err
 		case g != nil && g.attempt == prior:
 			return nil // a resend of the transaction, which committed
 		}
-		kept := make([]indextable.Op, 0, len(w.ops))
+		kept := make([]kv.Op, 0, len(w.ops))
 		for _, op := range w.ops {
-			if op.Kind != indextable.OpDelete || found[rowKey(op.Key)] != nil {
+			if op.Kind != kv.OpDelete || found[rowKey(op.Key)] != nil {
 				kept = append(kept, op)
 			}
 		}
@@ -547,7 +548,7 @@ func guardAction(pk, attempt string, kind aztables.TransactionType, etag *azcore
 
 // putAction returns the action of put op: an insert (Add), which fails
 // the transaction when the key exists, if add; an upsert otherwise.
-func putAction(op indextable.Op, add bool) (aztables.TransactionAction, error) {
+func putAction(op kv.Op, add bool) (aztables.TransactionAction, error) {
 	e, err := newEntity(op.Key, op.Value)
 	if err != nil {
 		return aztables.TransactionAction{}, err
@@ -582,9 +583,9 @@ func (s *Store) applyBlind(ctx context.Context, w *write, attempt string) error 
 	for _, op := range w.ops {
 		var a aztables.TransactionAction
 		switch op.Kind {
-		case indextable.OpPut:
+		case kv.OpPut:
 			a, err = putAction(op, w.adds[string(op.Key)])
-		case indextable.OpDelete:
+		case kv.OpDelete:
 			a, err = deleteAction(w.pk, op.Key)
 		default:
 			continue // a key put expected absent: its Add checks it
@@ -609,7 +610,7 @@ func (s *Store) applyBlind(ctx context.Context, w *write, attempt string) error 
 	case g != nil && g.attempt == attempt:
 		return nil // a resend of the transaction, which committed
 	}
-	return fmt.Errorf("azstore: %w: a key the batch expects absent exists", indextable.ErrConflict)
+	return fmt.Errorf("azstore: %w: a key the batch expects absent exists", kv.ErrConflict)
 }
 
 // failedActionIndex finds the index of the action that failed a
@@ -662,15 +663,15 @@ func (s *Store) applyRead(ctx context.Context, w *write, prior string) error {
 		v := found[rowKey(op.Key)]
 		var a aztables.TransactionAction
 		switch op.Kind {
-		case indextable.OpPut:
+		case kv.OpPut:
 			a, err = putAction(op, false)
-		case indextable.OpDelete:
+		case kv.OpDelete:
 			if v == nil {
 				continue // Azure fails a transaction that deletes a missing entity
 			}
 			a, err = deleteAction(w.pk, op.Key)
 		default:
-			if err := indextable.CheckExpectation(op, v); err != nil {
+			if err := kv.CheckExpectation(op, v); err != nil {
 				return fmt.Errorf("azstore: %w", err)
 			}
 			continue
@@ -684,11 +685,11 @@ func (s *Store) applyRead(ctx context.Context, w *write, prior string) error {
 }
 
 // readRows returns the distinct RowKeys of the keys ops expect or delete.
-func readRows(ops []indextable.Op) []string {
+func readRows(ops []kv.Op) []string {
 	var rows []string
 	seen := map[string]bool{}
 	for _, op := range ops {
-		if rk := rowKey(op.Key); op.Kind != indextable.OpPut && !seen[rk] {
+		if rk := rowKey(op.Key); op.Kind != kv.OpPut && !seen[rk] {
 			seen[rk] = true
 			rows = append(rows, rk)
 		}
@@ -801,10 +802,10 @@ func (s *Store) readGuard(ctx context.Context, pk string) (*guard, error) {
 // Atomicity is one partition (see Partition), at most 99 operations and
 // 2 MiB of keys and values; a key holds at most 383 bytes (its RowKey,
 // 512 characters), and a value 704 KiB. A put of a key or value over
-// these limits is refused with indextable.ErrInvalidBatch, never
+// these limits is refused with kv.ErrInvalidBatch, never
 // truncated.
-func (s *Store) Atomicity() indextable.Atomicity {
-	return indextable.Atomicity{Partition: Partition, MaxOps: maxOps, MaxBytes: maxBatchBytes,
+func (s *Store) Atomicity() kv.Atomicity {
+	return kv.Atomicity{Partition: Partition, MaxOps: maxOps, MaxBytes: maxBatchBytes,
 		MaxKeyBytes: maxKeyBytes, MaxValueBytes: maxValueBytes}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore"
 	"github.com/indextable/indextable/azstore/azuritetest"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +38,7 @@ func openTable(t testing.TB, conn, name string, client *aztables.ClientOptions) 
 
 func TestConformance(t *testing.T) {
 	conn := azuritetest.Connection(t)
-	storetest.TestStore(t, func(t *testing.T) indextable.Store { return openFresh(t, conn) })
+	storetest.TestStore(t, func(t *testing.T) kv.Store { return openFresh(t, conn) })
 }
 
 // TestOpenClient: a store opened on a client the caller built passes the
@@ -48,7 +49,7 @@ func TestOpenClient(t *testing.T) {
 	conn := azuritetest.Connection(t)
 	svc, err := aztables.NewServiceClientFromConnectionString(conn, nil)
 	require.NoError(t, err)
-	storetest.TestStore(t, func(t *testing.T) indextable.Store {
+	storetest.TestStore(t, func(t *testing.T) kv.Store {
 		name := azuritetest.FreshTable(t, conn, "client")
 		_, err := svc.CreateTable(ctx, name, nil)
 		require.NoError(t, err)
@@ -88,7 +89,7 @@ func TestTableScopedSAS(t *testing.T) {
 	s, err := azstore.OpenClient(ctx, client)
 	require.NoError(t, err)
 	_, err = s.Get(ctx, []byte("absent"))
-	require.ErrorIs(t, err, indextable.ErrNotFound)
+	require.ErrorIs(t, err, kv.ErrNotFound)
 	_, err = client.CreateTable(ctx, nil)
 	require.ErrorContains(t, err, "AuthorizationFailure", "the SAS creates no table")
 
@@ -105,7 +106,7 @@ func TestLimits(t *testing.T) {
 	ctx := context.Background()
 	s := openFresh(t, azuritetest.Connection(t))
 	big := bytes.Repeat([]byte("0123456789abcdef"), 200<<10/16) // 200 KiB: four properties
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("k1"), big)
 	require.NoError(t, s.Apply(ctx, &b))
 	v, err := s.Get(ctx, []byte("k1"))
@@ -119,17 +120,17 @@ func TestLimits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, largest, v)
 
-	for name, b := range map[string]func(*indextable.Batch){
-		"value":      func(b *indextable.Batch) { b.Put([]byte("k3"), make([]byte, 704<<10+1)) },
-		"key":        func(b *indextable.Batch) { b.Put(bytes.Repeat([]byte("k"), 400), []byte("v")) },
-		"partitions": func(b *indextable.Batch) { b.Put([]byte("a1"), []byte("v")) },
+	for name, b := range map[string]func(*kv.Batch){
+		"value":      func(b *kv.Batch) { b.Put([]byte("k3"), make([]byte, 704<<10+1)) },
+		"key":        func(b *kv.Batch) { b.Put(bytes.Repeat([]byte("k"), 400), []byte("v")) },
+		"partitions": func(b *kv.Batch) { b.Put([]byte("a1"), []byte("v")) },
 	} {
-		var batch indextable.Batch
+		var batch kv.Batch
 		batch.Put([]byte("k2"), []byte("v"))
 		b(&batch)
-		require.ErrorIs(t, s.Apply(ctx, &batch), indextable.ErrInvalidBatch, name)
+		require.ErrorIs(t, s.Apply(ctx, &batch), kv.ErrInvalidBatch, name)
 		_, err := s.Get(ctx, []byte("k2"))
-		require.ErrorIs(t, err, indextable.ErrNotFound, name)
+		require.ErrorIs(t, err, kv.ErrNotFound, name)
 	}
 }
 
@@ -191,17 +192,17 @@ func TestLostAnswer(t *testing.T) {
 	k, k2 := []byte("ka"), []byte("ka2") // one partition
 	for _, tc := range []struct {
 		name     string
-		batch    func(*indextable.Batch)
+		batch    func(*kv.Batch)
 		requests int64
 		want     map[string]string // key: value, "" for absent
 	}{
-		{"insert", func(b *indextable.Batch) { b.ExpectAbsent(k); b.Put(k, []byte("v0")) }, 3, map[string]string{"ka": "v0"}},
-		{"read first", func(b *indextable.Batch) { b.ExpectValue(k, []byte("v0")); b.Put(k, []byte("v1")) }, 4, map[string]string{"ka": "v1"}},
-		{"blind delete", func(b *indextable.Batch) { b.Delete(k); b.Put(k2, []byte("v2")) }, 3, map[string]string{"ka": "", "ka2": "v2"}},
+		{"insert", func(b *kv.Batch) { b.ExpectAbsent(k); b.Put(k, []byte("v0")) }, 3, map[string]string{"ka": "v0"}},
+		{"read first", func(b *kv.Batch) { b.ExpectValue(k, []byte("v0")); b.Put(k, []byte("v1")) }, 4, map[string]string{"ka": "v1"}},
+		{"blind delete", func(b *kv.Batch) { b.Delete(k); b.Put(k2, []byte("v2")) }, 3, map[string]string{"ka": "", "ka2": "v2"}},
 	} {
 		tr.loseOnce.Store(true)
 		before := tr.requests.Load()
-		var b indextable.Batch
+		var b kv.Batch
 		tc.batch(&b)
 		require.NoError(t, s.Apply(ctx, &b), tc.name)
 		require.False(t, tr.loseOnce.Load(), "%s: the answer was lost", tc.name)
@@ -209,7 +210,7 @@ func TestLostAnswer(t *testing.T) {
 		for key, want := range tc.want {
 			v, err := s.Get(ctx, []byte(key))
 			if want == "" {
-				require.ErrorIs(t, err, indextable.ErrNotFound, "%s: %s", tc.name, key)
+				require.ErrorIs(t, err, kv.ErrNotFound, "%s: %s", tc.name, key)
 				continue
 			}
 			require.NoError(t, err, tc.name)
@@ -226,7 +227,7 @@ func TestInsertIsOneRoundTrip(t *testing.T) {
 	tr := &transport{}
 	s := openWith(t, tr)
 	insert := func(v string) error {
-		var b indextable.Batch
+		var b kv.Batch
 		b.ExpectAbsent([]byte("rec"))
 		b.Put([]byte("rec"), []byte(v))
 		b.Put([]byte("rec-entry"), []byte(v))
@@ -235,7 +236,7 @@ func TestInsertIsOneRoundTrip(t *testing.T) {
 	before := tr.requests.Load()
 	require.NoError(t, insert("1"))
 	require.EqualValues(t, 1, tr.requests.Load()-before)
-	require.ErrorIs(t, insert("2"), indextable.ErrConflict)
+	require.ErrorIs(t, insert("2"), kv.ErrConflict)
 	for _, k := range []string{"rec", "rec-entry"} {
 		v, err := s.Get(ctx, []byte(k))
 		require.NoError(t, err)
@@ -255,7 +256,7 @@ func TestHotPartition(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 3 {
-				var b indextable.Batch
+				var b kv.Batch
 				b.Put(fmt.Appendf(nil, "hot%03d-%d", w, i), []byte("v"))
 				if err := s.Apply(ctx, &b); err != nil {
 					errs <- err
@@ -276,7 +277,7 @@ func TestKeysBeyondTuples(t *testing.T) {
 	ctx := context.Background()
 	s := openFresh(t, azuritetest.Connection(t))
 	tuple := func(elems ...any) []byte {
-		k, err := indextable.EncodeTuple(elems...)
+		k, err := kv.EncodeTuple(elems...)
 		require.NoError(t, err)
 		return k
 	}
@@ -286,11 +287,11 @@ func TestKeysBeyondTuples(t *testing.T) {
 		ab, tuple("t", int64(0), "ab", "x"), tuple("t", int64(0), "ab\x00c"),
 	}
 	for _, k := range keys {
-		var b indextable.Batch
+		var b kv.Batch
 		b.Put(k, k)
 		require.NoError(t, s.Apply(ctx, &b))
 	}
-	scan := func(r indextable.ScanRange) [][]byte {
+	scan := func(r kv.ScanRange) [][]byte {
 		var got [][]byte
 		for e, err := range s.Scan(ctx, r) {
 			require.NoError(t, err)
@@ -299,10 +300,10 @@ func TestKeysBeyondTuples(t *testing.T) {
 		return got
 	}
 	slices.SortFunc(keys, bytes.Compare)
-	require.Equal(t, keys, scan(indextable.ScanRange{}))
+	require.Equal(t, keys, scan(kv.ScanRange{}))
 	end := append(slices.Clone(ab[:len(ab)-1]), 0x01) // every key that starts with "ab"
-	require.Equal(t, keys[2:], scan(indextable.ScanRange{Start: ab, End: end}))
-	require.Equal(t, keys[:2], scan(indextable.ScanRange{Start: []byte{0x00, 0x14, 0x00}, End: []byte{0x00, 0x14, 0x01}}))
+	require.Equal(t, keys[2:], scan(kv.ScanRange{Start: ab, End: end}))
+	require.Equal(t, keys[:2], scan(kv.ScanRange{Start: []byte{0x00, 0x14, 0x00}, End: []byte{0x00, 0x14, 0x01}}))
 }
 
 // TestLongKeys: a key too long to store is absent: expecting so, or
@@ -310,15 +311,15 @@ func TestKeysBeyondTuples(t *testing.T) {
 func TestLongKeys(t *testing.T) {
 	ctx := context.Background()
 	s := openFresh(t, azuritetest.Connection(t))
-	long, err := indextable.EncodeTuple("t", int64(0), strings.Repeat("x", 600))
+	long, err := kv.EncodeTuple("t", int64(0), strings.Repeat("x", 600))
 	require.NoError(t, err)
-	var b indextable.Batch
+	var b kv.Batch
 	b.ExpectAbsent(long)
 	b.Delete(long)
 	require.NoError(t, s.Apply(ctx, &b))
 	b.Reset()
 	b.ExpectValue(long, []byte("v"))
-	require.ErrorIs(t, s.Apply(ctx, &b), indextable.ErrConflict)
+	require.ErrorIs(t, s.Apply(ctx, &b), kv.ErrConflict)
 }
 
 // hookedTransport counts requests as countingTransport does, and, when
@@ -366,7 +367,7 @@ func pkeys(p string, from, n int) [][]byte {
 func putKeys(t *testing.T, s *azstore.Store, keys [][]byte) {
 	t.Helper()
 	for _, k := range keys {
-		var b indextable.Batch
+		var b kv.Batch
 		b.Put(k, k)
 		require.NoError(t, s.Apply(context.Background(), &b))
 	}
@@ -379,7 +380,7 @@ func requireValues(t *testing.T, s *azstore.Store, keys, want [][]byte) {
 	for i, k := range keys {
 		v, err := s.Get(context.Background(), k)
 		if want[i] == nil {
-			require.ErrorIs(t, err, indextable.ErrNotFound, "%s", k)
+			require.ErrorIs(t, err, kv.ErrNotFound, "%s", k)
 			continue
 		}
 		require.NoError(t, err, "%s", k)
@@ -389,8 +390,8 @@ func requireValues(t *testing.T, s *azstore.Store, keys, want [][]byte) {
 
 // expectAll returns a batch that expects each of keys to hold itself, and
 // puts put.
-func expectAll(keys [][]byte, put []byte) *indextable.Batch {
-	var b indextable.Batch
+func expectAll(keys [][]byte, put []byte) *kv.Batch {
+	var b kv.Batch
 	for _, k := range keys {
 		b.ExpectValue(k, k)
 	}
@@ -411,7 +412,7 @@ func TestApplyRequests(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		stored   [][]byte
-		batch    *indextable.Batch
+		batch    *kv.Batch
 		err      error
 		requests int64
 		keys     [][]byte // and what they hold after
@@ -420,9 +421,9 @@ func TestApplyRequests(t *testing.T) {
 		{"13 keys read", pa[:13], expectAll(pa[:13], newKey), nil, 2, [][]byte{pa[12], newKey}, [][]byte{pa[12], []byte("new")}},
 		{"14 keys read", pa[:14], expectAll(pa[:14], newKey), nil, 3, [][]byte{newKey}, [][]byte{[]byte("new")}},
 		{"30 keys read", pa, expectAll(pa, newKey), nil, 1 + 3, [][]byte{newKey}, [][]byte{[]byte("new")}},
-		{"an expectation fails", pa[:12], expectAll(pa[:13], newKey), indextable.ErrConflict, 1, [][]byte{newKey}, [][]byte{nil}},
-		{"blind puts and deletes", pa[:6], func() *indextable.Batch {
-			var b indextable.Batch
+		{"an expectation fails", pa[:12], expectAll(pa[:13], newKey), kv.ErrConflict, 1, [][]byte{newKey}, [][]byte{nil}},
+		{"blind puts and deletes", pa[:6], func() *kv.Batch {
+			var b kv.Batch
 			b.Delete(pa[0])
 			b.Delete(pa[1])
 			b.Put(pa[2], []byte("new"))
@@ -430,8 +431,8 @@ func TestApplyRequests(t *testing.T) {
 			b.Put(newKey, []byte("new"))
 			return &b
 		}(), nil, 1, [][]byte{pa[0], pa[1], pa[2], pa[3], newKey}, [][]byte{nil, nil, []byte("new"), pa[3], []byte("new")}},
-		{"blind delete of an absent key", pa[:3], func() *indextable.Batch {
-			var b indextable.Batch
+		{"blind delete of an absent key", pa[:3], func() *kv.Batch {
+			var b kv.Batch
 			b.Delete(pa[0])
 			b.Delete(pa[20]) // absent
 			b.Put(pa[1], []byte("new"))
@@ -533,8 +534,8 @@ func TestOvertakenBetweenReadAndCommit(t *testing.T) {
 		requests int64
 	}{
 		{"a key not read", 5, 1, other, nil, 1 + 1 + 1 + 1 + 1},
-		{"a key read", 5, 1, pa[2], indextable.ErrConflict, 1 + 1 + 1 + 1},
-		{"a key read, the first query's, after the second", 30, 2, pa[0], indextable.ErrConflict, 3 + 1 + 1 + 3},
+		{"a key read", 5, 1, pa[2], kv.ErrConflict, 1 + 1 + 1 + 1},
+		{"a key read, the first query's, after the second", 30, 2, pa[0], kv.ErrConflict, 3 + 1 + 1 + 3},
 		{"a key not read, between queries", 30, 2, other, nil, 3 + 1 + 1 + 3 + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -546,7 +547,7 @@ func TestOvertakenBetweenReadAndCommit(t *testing.T) {
 			tr.queries.Store(0)
 			tr.afterQuery = func(n int64) {
 				if n == tc.after {
-					var b indextable.Batch
+					var b kv.Batch
 					b.Put(tc.written, []byte("theirs"))
 					require.NoError(t, writer.Apply(ctx, &b))
 				}

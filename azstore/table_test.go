@@ -10,6 +10,7 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore/azuritetest"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,11 +163,11 @@ func TestBuildOnAzure(t *testing.T) {
 
 	// Delete an entry of each index behind the table's back.
 	for _, index := range []indextable.Tuple{{"movies", int64(5), "genre_year", int64(1)}, {"movies", int64(1), "actor", int64(1)}} {
-		prefix, err := indextable.EncodeTuple(index...)
+		prefix, err := kv.EncodeTuple(index...)
 		require.NoError(t, err)
-		for e, err := range s.Scan(ctx, indextable.ScanRange{Start: prefix, End: append(prefix, 0xff), Limit: 1}) {
+		for e, err := range s.Scan(ctx, kv.ScanRange{Start: prefix, End: append(prefix, 0xff), Limit: 1}) {
 			require.NoError(t, err)
-			var b indextable.Batch
+			var b kv.Batch
 			b.Delete(e.Key)
 			require.NoError(t, s.Apply(ctx, &b))
 			break

@@ -6,18 +6,19 @@ import (
 	"fmt"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // table keeps the workload in an indextable.Table: the fact table by ID, a
 // Town, LastName index and a LastName index, both of one strategy.
 type table struct {
-	store indextable.Store
+	store kv.Store
 	tbl   *indextable.Table[Customer]
 }
 
 // NewIndexTable returns the workload in a table on store, with both
 // indexes of strategy (Partial projects FirstName) and the binary codec.
-func NewIndexTable(store indextable.Store, strategy indextable.Strategy) (System, error) {
+func NewIndexTable(store kv.Store, strategy indextable.Strategy) (System, error) {
 	var proj []string
 	if strategy == indextable.Partial {
 		proj = []string{"FirstName"}

@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -157,7 +158,7 @@ func (s *benchState) load(b *testing.B) {
 	s.loaded = true
 	ctx := context.Background()
 	var err error
-	if s.prefix, err = indextable.EncodeTuple(benchTable, 0); err != nil {
+	if s.prefix, err = kv.EncodeTuple(benchTable, 0); err != nil {
 		b.Fatal(err)
 	}
 	s.towns, s.surnameList = s.pop.TownNames(), s.pop.SurnameNames()
@@ -289,7 +290,7 @@ func (s *benchState) open(b *testing.B, noSync bool) {
 // value of c as the table stores them: the record's version, a random
 // incarnation as an insert makes, then its codec encoding.
 func (s *benchState) rawRecord(b *testing.B, key, val []byte, c *fixture.Customer) ([]byte, []byte) {
-	key, err := indextable.AppendElement(append(key[:0], s.prefix...), c.ID)
+	key, err := kv.AppendElement(append(key[:0], s.prefix...), c.ID)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -367,7 +368,7 @@ func benchRaw(b *testing.B, s *benchState) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for _, id := range ids {
-			if key, err = indextable.AppendElement(append(key[:0], s.prefix...), id); err != nil {
+			if key, err = kv.AppendElement(append(key[:0], s.prefix...), id); err != nil {
 				b.Fatal(err)
 			}
 			v, closer, err := db.Get(key)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 	"github.com/indextable/indextable/pebblestore/internal/deployschema"
 	"github.com/stretchr/testify/assert"
@@ -192,19 +193,19 @@ func checkCatalogAndNameEntries(ctx context.Context, t *testing.T, dir string, m
 	}
 	require.Equal(t, []string{"name write-only 1", "town readable 1"}, indexes, "the catalog after revision 1 restarted")
 
-	nameIndex, err := indextable.EncodeTuple(deployschema.ByName)
+	nameIndex, err := kv.EncodeTuple(deployschema.ByName)
 	require.NoError(t, err)
 	got := map[int]string{} // by record id, the Name of its entry
-	for e, err := range s.Scan(ctx, indextable.ScanRange{}) {
+	for e, err := range s.Scan(ctx, kv.ScanRange{}) {
 		require.NoError(t, err)
-		k, ok := indextable.ParseKey(e.Key)
+		k, ok := kv.ParseKey(e.Key)
 		if !ok || !bytes.Equal(k.Index, nameIndex) {
 			continue
 		}
-		require.Equal(t, indextable.SpaceIndex, k.Space, "key %q", e.Key)
-		name, _, err := indextable.DecodeElement(k.Lead)
+		require.Equal(t, kv.SpaceIndex, k.Space, "key %q", e.Key)
+		name, _, err := kv.DecodeElement(k.Lead)
 		require.NoError(t, err, "key %q", e.Key)
-		pk, err := indextable.DecodeTuple(k.Rest)
+		pk, err := kv.DecodeTuple(k.Rest)
 		require.NoError(t, err, "key %q", e.Key)
 		require.Len(t, pk, 1, "key %q", e.Key)
 		id, ok := pk[0].(int64)
@@ -268,7 +269,7 @@ func checkRollingDeployResult(ctx context.Context, t *testing.T, dir string, mod
 	}
 	for _, id := range []int{0, 9, 100, 120, 129} {
 		_, err := tbl.Get(ctx, id)
-		require.ErrorIs(t, err, indextable.ErrNotFound, "record %d, deleted by revision 1", id)
+		require.ErrorIs(t, err, kv.ErrNotFound, "record %d, deleted by revision 1", id)
 	}
 
 	find := func(q indextable.Query) []deployschema.Person {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/require"
@@ -14,8 +15,8 @@ import (
 // ShardedStore of four shards of two backends: Pebble, memory, Pebble,
 // memory.
 func TestShardedConformance(t *testing.T) {
-	storetest.TestStore(t, func(t *testing.T) indextable.Store {
-		s, err := indextable.OpenShardedStore(context.Background(), []indextable.Store{
+	storetest.TestStore(t, func(t *testing.T) kv.Store {
+		s, err := indextable.OpenShardedStore(context.Background(), []kv.Store{
 			open(t, t.TempDir(), pebblestore.Options{}),
 			indextable.NewMemoryStore(),
 			open(t, t.TempDir(), pebblestore.Options{}),
@@ -34,16 +35,16 @@ var shardOpts = pebblestore.Options{NoSync: true}
 // Pebble and memory shards; then over Pebble shards alone, which it closes
 // and reopens.
 func TestShardedTable(t *testing.T) {
-	storetest.TestShardedTable(t, func(t *testing.T) []indextable.Store {
-		return []indextable.Store{
+	storetest.TestShardedTable(t, func(t *testing.T) []kv.Store {
+		return []kv.Store{
 			open(t, t.TempDir(), shardOpts),
 			indextable.NewMemoryStore(),
 			open(t, t.TempDir(), shardOpts),
 		}
-	}, storetest.ShardedTableOptions{Reopen: func(t *testing.T) func() []indextable.Store {
+	}, storetest.ShardedTableOptions{Reopen: func(t *testing.T) func() []kv.Store {
 		dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-		return func() []indextable.Store {
-			shards := make([]indextable.Store, len(dirs))
+		return func() []kv.Store {
+			shards := make([]kv.Store, len(dirs))
 			for i, dir := range dirs {
 				shards[i] = open(t, dir, shardOpts)
 			}

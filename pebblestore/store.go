@@ -1,6 +1,6 @@
-// Package pebblestore is an indextable.Store on Pebble, the LSM engine of
-// CockroachDB: a table and its index tables persist in one directory, and
-// survive a crash of the process.
+// Package pebblestore is a store for indextable tables, a kv.Store, on
+// Pebble, the LSM engine of CockroachDB: a table and its index tables
+// persist in one directory, and survive a crash of the process.
 //
 //	s, err := pebblestore.Open("data", pebblestore.Options{})
 //	...
@@ -46,6 +46,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // ErrLocked reports a directory that another open store holds, in this
@@ -53,8 +54,8 @@ import (
 var ErrLocked = errors.New("pebblestore: directory in use")
 
 // ErrReadOnly reports a write to a store opened with Options.ReadOnly. It
-// wraps indextable.ErrReadOnly, on which a maintainer stops.
-var ErrReadOnly = fmt.Errorf("pebblestore: %w", indextable.ErrReadOnly)
+// wraps kv.ErrReadOnly, on which a maintainer stops.
+var ErrReadOnly = fmt.Errorf("pebblestore: %w", kv.ErrReadOnly)
 
 // ErrInvalidDir reports a path that Open cannot keep a store in: an empty
 // one, one the system refuses (with a NUL byte, or a name too long), or one
@@ -100,7 +101,7 @@ type Options struct {
 	ReadOnly bool
 }
 
-// Store is an indextable.Store on a Pebble database. It is safe for
+// Store is a kv.Store on a Pebble database. It is safe for
 // concurrent use.
 type Store struct {
 	wo       *pebble.WriteOptions
@@ -125,7 +126,7 @@ const (
 	maxChunk     = 1024 // most entries one iterator reads before it is closed
 )
 
-var _ indextable.Store = (*Store)(nil)
+var _ kv.Store = (*Store)(nil)
 
 // Open opens the store in dir, creating the directory and an empty store if
 // needed. It fails with an error wrapping ErrLocked when another store holds
@@ -288,13 +289,13 @@ func (s *Store) open(ctx context.Context) (*pebble.DB, error) {
 	s.mu.RLock()
 	if s.db == nil {
 		s.mu.RUnlock()
-		return nil, fmt.Errorf("pebblestore: %w", indextable.ErrClosed)
+		return nil, fmt.Errorf("pebblestore: %w", kv.ErrClosed)
 	}
 	return s.db, nil
 }
 
 // Get returns a copy of the value stored under key, or an error wrapping
-// indextable.ErrNotFound.
+// kv.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	db, err := s.open(ctx)
 	if err != nil {
@@ -303,7 +304,7 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	defer s.mu.RUnlock()
 	v, err := get(db, key, nil)
 	if err == nil && v == nil {
-		return nil, fmt.Errorf("pebblestore: %w", indextable.ErrNotFound)
+		return nil, fmt.Errorf("pebblestore: %w", kv.ErrNotFound)
 	}
 	return v, err
 }
@@ -384,8 +385,8 @@ func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]b
 // loop body may take its time and call the store; each chunk resumes after
 // the last key yielded. Chunks start small, so that a short scan reads
 // little.
-func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[indextable.Entry, error] {
-	return func(yield func(indextable.Entry, error) bool) {
+func (s *Store) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	return func(yield func(kv.Entry, error) bool) {
 		var (
 			chunk         chunk
 			after         = r.After
@@ -396,7 +397,7 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 				n = left
 			}
 			if err := s.readChunk(ctx, r, after, n, &chunk); err != nil {
-				yield(indextable.Entry{}, err)
+				yield(kv.Entry{}, err)
 				return
 			}
 			for _, e := range chunk.entries {
@@ -422,7 +423,7 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 
 // chunk holds the entries of one iterator's read, copied into buf.
 type chunk struct {
-	entries []indextable.Entry
+	entries []kv.Entry
 	buf     []byte
 	offsets []int // key and value ends in buf, two per entry
 	after   []byte
@@ -430,7 +431,7 @@ type chunk struct {
 
 // readChunk reads into c up to n entries of r that come strictly after after
 // in scan order (from the start of r when after is nil).
-func (s *Store) readChunk(ctx context.Context, r indextable.ScanRange, after []byte, n int, c *chunk) error {
+func (s *Store) readChunk(ctx context.Context, r kv.ScanRange, after []byte, n int, c *chunk) error {
 	c.entries, c.buf, c.offsets = c.entries[:0], c.buf[:0], c.offsets[:0]
 	db, err := s.open(ctx)
 	if err != nil {
@@ -489,7 +490,7 @@ func (s *Store) readChunk(ctx context.Context, r indextable.ScanRange, after []b
 	start := 0
 	for i := 0; i < len(c.offsets); i += 2 {
 		k, v := c.offsets[i], c.offsets[i+1]
-		c.entries = append(c.entries, indextable.Entry{Key: c.buf[start:k:k], Value: c.buf[k:v:v]})
+		c.entries = append(c.entries, kv.Entry{Key: c.buf[start:k:k], Value: c.buf[k:v:v]})
 		start = v
 	}
 	return nil
@@ -498,7 +499,7 @@ func (s *Store) readChunk(ctx context.Context, r indextable.ScanRange, after []b
 // empty reports a scan that can yield nothing: inverted bounds, or a resume
 // point past the end of the range. Pebble's iterators require neither, and
 // take an empty End for no bound at all.
-func empty(r indextable.ScanRange, after []byte) bool {
+func empty(r kv.ScanRange, after []byte) bool {
 	if r.End != nil && (len(r.End) == 0 || r.Start != nil && bytes.Compare(r.Start, r.End) >= 0) {
 		return true
 	}
@@ -521,25 +522,25 @@ func step(it *pebble.Iterator, reverse bool) bool {
 // Apply applies b as one Pebble batch. It locks the stripes of b's keys
 // (256 locks, chosen by a hash of the key), checks every expectation, and
 // commits the writes; a failed expectation returns an error wrapping
-// indextable.ErrConflict that names the key, and nothing is written.
+// kv.ErrConflict that names the key, and nothing is written.
 // Batches on other stripes commit at the same time, and Pebble syncs them
 // together. The commit is durable unless the store was opened with NoSync.
 // A store opened read-only returns an error wrapping ErrReadOnly for a
 // batch that is not empty.
-func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
+func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 	// A done context and a closed store come first, as the Store contract
 	// has them.
 	if _, err := s.open(ctx); err != nil {
 		return err
 	}
 	s.mu.RUnlock()
-	if err := indextable.CheckBatch(b); err != nil {
+	if err := kv.CheckBatch(b); err != nil {
 		return fmt.Errorf("pebblestore: %w", err)
 	}
 	ops := b.Ops()
 	if n := batchBytes(ops); n >= maxBatchBytes {
 		return fmt.Errorf("pebblestore: %w: %d bytes of writes, and a Pebble batch holds less than 4 GiB",
-			indextable.ErrInvalidBatch, n)
+			kv.ErrInvalidBatch, n)
 	}
 	if len(ops) == 0 {
 		return nil
@@ -557,7 +558,7 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	var buf []byte
 	for _, op := range ops {
 		switch op.Kind {
-		case indextable.OpExpectValue, indextable.OpExpectAbsent:
+		case kv.OpExpectValue, kv.OpExpectAbsent:
 			v, err := get(db, op.Key, buf[:0])
 			if err != nil {
 				return err
@@ -565,7 +566,7 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 			if v != nil {
 				buf = v
 			}
-			if err := indextable.CheckExpectation(op, v); err != nil {
+			if err := kv.CheckExpectation(op, v); err != nil {
 				return fmt.Errorf("pebblestore: %w", err)
 			}
 		}
@@ -574,9 +575,9 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	defer pb.Close()
 	for _, op := range ops {
 		switch op.Kind {
-		case indextable.OpPut:
+		case kv.OpPut:
 			err = pb.Set(op.Key, op.Value, nil)
-		case indextable.OpDelete:
+		case kv.OpDelete:
 			err = pb.Delete(op.Key, nil)
 		}
 		if err != nil {
@@ -599,7 +600,7 @@ const maxBatchBytes = math.MaxUint32
 // batchBytes returns at least the size of ops' writes in a Pebble batch:
 // its header, and for each write what Pebble reserves for it, its kind, key
 // and value and two lengths of up to 5 bytes.
-func batchBytes(ops []indextable.Op) uint64 {
+func batchBytes(ops []kv.Op) uint64 {
 	n := uint64(12)
 	for _, op := range ops {
 		if op.IsWrite() {
@@ -611,7 +612,7 @@ func batchBytes(ops []indextable.Op) uint64 {
 
 // lockStripes locks the stripes of the keys of ops, in ascending order so
 // that two batches cannot deadlock, and returns them for unlockStripes.
-func (s *Store) lockStripes(ops []indextable.Op) []int {
+func (s *Store) lockStripes(ops []kv.Op) []int {
 	stripes := make([]int, 0, len(ops))
 	for _, op := range ops {
 		stripes = append(stripes, int(maphash.Bytes(s.seed, op.Key)%stripeCount))
@@ -633,7 +634,7 @@ func (s *Store) unlockStripes(stripes []int) {
 // Atomicity is unbounded: Pebble commits any batch atomically, and Apply
 // refuses one that Pebble cannot hold (4 GiB) with ErrInvalidBatch, as
 // the memory store refuses a key or value of 4 GiB.
-func (s *Store) Atomicity() indextable.Atomicity { return indextable.Atomicity{} }
+func (s *Store) Atomicity() kv.Atomicity { return kv.Atomicity{} }
 
 // Close waits for calls in progress, closes the database and releases the
 // directory. A second Close returns nil.

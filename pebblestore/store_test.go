@@ -18,6 +18,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/assert"
@@ -37,7 +38,7 @@ func TestConformance(t *testing.T) {
 		opts pebblestore.Options
 	}{{"Sync", pebblestore.Options{}}, {"NoSync", pebblestore.Options{NoSync: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			storetest.TestStore(t, func(t *testing.T) indextable.Store {
+			storetest.TestStore(t, func(t *testing.T) kv.Store {
 				return open(t, t.TempDir(), tc.opts)
 			})
 		})
@@ -49,7 +50,7 @@ func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := open(t, dir, pebblestore.Options{})
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("a"), []byte("1"))
 	b.Put([]byte("b"), []byte{})
 	require.NoError(t, s.Apply(ctx, &b))
@@ -75,7 +76,7 @@ func TestReadOnly(t *testing.T) {
 	_, err := pebblestore.Open(dir, pebblestore.Options{ReadOnly: true})
 	require.ErrorIs(t, err, pebblestore.ErrNoStore, "no store yet")
 	s := open(t, dir, pebblestore.Options{})
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("a"), []byte("1"))
 	require.NoError(t, s.Apply(ctx, &b))
 	_, err = pebblestore.Open(dir, pebblestore.Options{ReadOnly: true})
@@ -102,7 +103,7 @@ func TestReadOnly(t *testing.T) {
 	b.Put([]byte("b"), []byte("2"))
 	err = ro.Apply(ctx, &b)
 	require.ErrorIs(t, err, pebblestore.ErrReadOnly)
-	require.ErrorIs(t, err, indextable.ErrReadOnly, "the core's sentinel, on which a maintainer stops")
+	require.ErrorIs(t, err, kv.ErrReadOnly, "the core's sentinel, on which a maintainer stops")
 	assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
 	require.NoError(t, ro.Close())
 	require.Equal(t, before, files())
@@ -115,7 +116,7 @@ func TestReadOnlyApplyClosedOrDone(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, open(t, dir, pebblestore.Options{}).Close())
 	ro := open(t, dir, pebblestore.Options{ReadOnly: true})
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("k"), []byte("v"))
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -124,7 +125,7 @@ func TestReadOnlyApplyClosedOrDone(t *testing.T) {
 	assert.NotErrorIs(t, err, pebblestore.ErrReadOnly)
 	require.NoError(t, ro.Close())
 	err = ro.Apply(context.Background(), &b)
-	assert.ErrorIs(t, err, indextable.ErrClosed, "Apply after Close")
+	assert.ErrorIs(t, err, kv.ErrClosed, "Apply after Close")
 	assert.NotErrorIs(t, err, pebblestore.ErrReadOnly)
 }
 
@@ -161,7 +162,7 @@ func TestMaintainerStopsOnReadOnlyStore(t *testing.T) {
 	err = tbl.RunMaintainer(mctx, indextable.MaintainerOptions{
 		Logger: slog.New(slog.NewTextHandler(logged, nil)), MaxBackoff: time.Millisecond})
 	require.ErrorIs(t, err, pebblestore.ErrReadOnly, "after %d retries", logged.lines())
-	require.ErrorIs(t, err, indextable.ErrReadOnly)
+	require.ErrorIs(t, err, kv.ErrReadOnly)
 	assert.Zero(t, logged.lines(), "retries")
 }
 
@@ -402,11 +403,11 @@ func TestCloseReleasesEverything(t *testing.T) {
 	}
 	goroutines, files := runtime.NumGoroutine(), fds()
 	s := open(t, t.TempDir(), pebblestore.Options{})
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("k"), []byte("v"))
 	require.NoError(t, s.Apply(ctx, &b))
 	require.NoError(t, s.DB().Flush())
-	for range s.Scan(ctx, indextable.ScanRange{}) {
+	for range s.Scan(ctx, kv.ScanRange{}) {
 	}
 	require.Greater(t, runtime.NumGoroutine(), goroutines)
 	require.Greater(t, fds(), files)
@@ -431,14 +432,14 @@ func TestCloseReleasesEverything(t *testing.T) {
 func TestCloseDuringScan(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, t.TempDir(), pebblestore.Options{})
-	var b indextable.Batch
+	var b kv.Batch
 	for i := range 40 {
 		b.Put(fmt.Appendf(nil, "k%02d", i), []byte("v"))
 	}
 	require.NoError(t, s.Apply(ctx, &b))
 	n := 0
 	var last error
-	for _, err := range s.Scan(ctx, indextable.ScanRange{}) {
+	for _, err := range s.Scan(ctx, kv.ScanRange{}) {
 		if err != nil {
 			last = err
 			break
@@ -447,7 +448,7 @@ func TestCloseDuringScan(t *testing.T) {
 			require.NoError(t, s.Close())
 		}
 	}
-	require.ErrorIs(t, last, indextable.ErrClosed)
+	require.ErrorIs(t, last, kv.ErrClosed)
 	assert.Less(t, n, 40)
 }
 
@@ -457,7 +458,7 @@ func TestNilContext(t *testing.T) {
 	s := open(t, t.TempDir(), pebblestore.Options{})
 	defer s.Close()
 	var nilCtx context.Context
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("k"), []byte("v"))
 	for _, tc := range []struct {
 		name string
@@ -466,9 +467,9 @@ func TestNilContext(t *testing.T) {
 		{"Get", func() error { _, err := s.Get(nilCtx, []byte("k")); return err }},
 		{"GetMany", func() error { _, err := s.GetMany(nilCtx, [][]byte{[]byte("k")}, nil); return err }},
 		{"Apply", func() error { return s.Apply(nilCtx, &b) }},
-		{"Apply of an empty batch", func() error { return s.Apply(nilCtx, &indextable.Batch{}) }},
+		{"Apply of an empty batch", func() error { return s.Apply(nilCtx, &kv.Batch{}) }},
 		{"Scan", func() error {
-			for _, err := range s.Scan(nilCtx, indextable.ScanRange{}) {
+			for _, err := range s.Scan(nilCtx, kv.ScanRange{}) {
 				return err
 			}
 			return nil
@@ -482,11 +483,11 @@ func TestNilContext(t *testing.T) {
 		})
 	}
 	_, err := s.Get(context.Background(), []byte("k"))
-	assert.ErrorIs(t, err, indextable.ErrNotFound, "the batch was not applied")
+	assert.ErrorIs(t, err, kv.ErrNotFound, "the batch was not applied")
 }
 
 // TestApplyBatchTooLarge: Pebble panics on a batch of 4 GiB or more, so
-// Apply refuses one with an error wrapping indextable.ErrInvalidBatch,
+// Apply refuses one with an error wrapping kv.ErrInvalidBatch,
 // and writes nothing. The values are never touched, so the memory they
 // reserve is never used.
 func TestApplyBatchTooLarge(t *testing.T) {
@@ -502,22 +503,22 @@ func TestApplyBatchTooLarge(t *testing.T) {
 	half := big[:2<<30]
 	for _, tc := range []struct {
 		name string
-		fill func(b *indextable.Batch)
+		fill func(b *kv.Batch)
 	}{
-		{"one value", func(b *indextable.Batch) { b.Put([]byte("k"), big) }},
-		{"two values", func(b *indextable.Batch) { b.Put([]byte("k1"), half); b.Put([]byte("k2"), half) }},
-		{"a deleted key", func(b *indextable.Batch) { b.Delete(big) }},
-		{"a key and a value", func(b *indextable.Batch) { b.Put(half, half) }},
+		{"one value", func(b *kv.Batch) { b.Put([]byte("k"), big) }},
+		{"two values", func(b *kv.Batch) { b.Put([]byte("k1"), half); b.Put([]byte("k2"), half) }},
+		{"a deleted key", func(b *kv.Batch) { b.Delete(big) }},
+		{"a key and a value", func(b *kv.Batch) { b.Put(half, half) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var b indextable.Batch
+			var b kv.Batch
 			tc.fill(&b)
 			var err error
 			require.NotPanics(t, func() { err = s.Apply(ctx, &b) })
-			require.ErrorIs(t, err, indextable.ErrInvalidBatch)
+			require.ErrorIs(t, err, kv.ErrInvalidBatch)
 			assert.Equal(t, 1, strings.Count(err.Error(), "pebblestore:"), err.Error())
 			t.Log(err)
-			for _, err := range s.Scan(ctx, indextable.ScanRange{Limit: 1}) {
+			for _, err := range s.Scan(ctx, kv.ScanRange{Limit: 1}) {
 				require.NoError(t, err)
 				t.Fatal("Apply wrote")
 			}
@@ -570,18 +571,18 @@ func TestOlderSchema(t *testing.T) {
 	_, err = older.Insert(ctx, schemaRec{ID: 3, Town: "Oslo", Name: "C"})
 	require.ErrorIs(t, err, indextable.ErrStaleSchema)
 	_, err = older.Get(ctx, 3)
-	require.ErrorIs(t, err, indextable.ErrNotFound)
+	require.ErrorIs(t, err, kv.ErrNotFound)
 
 	dropped := openAs(town) // drops "name" and "upper"
 	_, err = computed.Insert(ctx, schemaRec{ID: 3, Town: "Oslo", Name: "C"})
 	require.NoError(t, err, "the drop is learnt")
 	require.NoError(t, dropped.Build(ctx, indextable.BuildOptions{}))
 	requireClean(dropped)
-	nameIndex, err := indextable.EncodeTuple("name")
+	nameIndex, err := kv.EncodeTuple("name")
 	require.NoError(t, err)
-	for e, err := range s.Scan(ctx, indextable.ScanRange{}) {
+	for e, err := range s.Scan(ctx, kv.ScanRange{}) {
 		require.NoError(t, err)
-		k, ok := indextable.ParseKey(e.Key)
-		require.False(t, ok && k.Space == indextable.SpaceIndex && bytes.Equal(k.Index, nameIndex), "an entry of the dropped index: %q", e.Key)
+		k, ok := kv.ParseKey(e.Key)
+		require.False(t, ok && k.Space == kv.SpaceIndex && bytes.Equal(k.Index, nameIndex), "an entry of the dropped index: %q", e.Key)
 	}
 }

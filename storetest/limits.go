@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -34,7 +35,7 @@ type limitRecord struct {
 // is applied; one it refuses (ErrInvalidKey, ErrInvalidBatch) changed
 // nothing; every record can be updated and deleted; and Verify finds
 // nothing. It needs a store of its own, which it closes.
-func TestLimits(t *testing.T, s indextable.Store, opts LimitsOptions) {
+func TestLimits(t *testing.T, s kv.Store, opts LimitsOptions) {
 	if opts.Steps <= 0 {
 		opts.Steps = 200
 	}
@@ -85,7 +86,7 @@ func TestLimits(t *testing.T, s indextable.Store, opts LimitsOptions) {
 		case errors.Is(err, indextable.ErrInvalidKey):
 			seen.refusedKey++
 			requireReadable(t, err)
-		case errors.Is(err, indextable.ErrInvalidBatch):
+		case errors.Is(err, kv.ErrInvalidBatch):
 			seen.refusedSize++
 			requireReadable(t, err)
 		default:
@@ -98,7 +99,7 @@ func TestLimits(t *testing.T, s indextable.Store, opts LimitsOptions) {
 		}
 		if err != nil && !present {
 			_, err := tbl.Get(ctx, rec.P, rec.ID)
-			require.ErrorIs(t, err, indextable.ErrNotFound, "step %d: a refused insert wrote nothing", step)
+			require.ErrorIs(t, err, kv.ErrNotFound, "step %d: a refused insert wrote nothing", step)
 		}
 		if step%25 == 24 {
 			checkLimitTable(t, tbl, model)
@@ -134,7 +135,7 @@ type limitGen struct {
 	key, value int // the store's bounds, or 0
 }
 
-func newLimitGen(a indextable.Atomicity) *limitGen {
+func newLimitGen(a kv.Atomicity) *limitGen {
 	g := &limitGen{r: rand.New(rand.NewPCG(16, 16)), key: a.MaxKeyBytes, value: a.MaxValueBytes}
 	if a.MaxBytes > 0 && (g.value == 0 || a.MaxBytes/3 < g.value) {
 		g.value = a.MaxBytes / 3

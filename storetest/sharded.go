@@ -13,6 +13,7 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,7 +28,7 @@ type ShardedTableOptions struct {
 	// what they held when the test closed them. TestShardedTable then also
 	// loads a table, closes its store, reopens it, and reads and writes the
 	// table again.
-	Reopen func(t *testing.T) func() []indextable.Store
+	Reopen func(t *testing.T) func() []kv.Store
 }
 
 // TestShardedTable runs a table over a ShardedStore of a backend's shards
@@ -56,7 +57,7 @@ type ShardedTableOptions struct {
 // opts.Reopen the test also reopens a loaded store (see
 // ShardedTableOptions). Each run is a subtest, <rule>/open or
 // <rule>/reopen.
-func TestShardedTable(t *testing.T, newShards func(t *testing.T) []indextable.Store, opts ShardedTableOptions) {
+func TestShardedTable(t *testing.T, newShards func(t *testing.T) []kv.Store, opts ShardedTableOptions) {
 	if opts.Records <= 0 {
 		opts.Records = 200
 	}
@@ -84,7 +85,7 @@ func Drain[T any](t testing.TB, tbl *indextable.Table[T]) {
 	ctx := context.Background()
 	for idle, leased := 0, 0; ; {
 		n, err := tbl.ApplyPending(ctx, indextable.MaintainerOptions{})
-		if errors.Is(err, indextable.ErrConflict) {
+		if errors.Is(err, kv.ErrConflict) {
 			leased++
 			require.Less(t, leased, 100, "the queue stays leased: %v", err)
 			time.Sleep(time.Millisecond)
@@ -108,7 +109,7 @@ func Drain[T any](t testing.TB, tbl *indextable.Table[T]) {
 
 // shardOpenStore opens a ShardedStore of shards under rule, which the test
 // closes at the end if it has not.
-func shardOpenStore(t *testing.T, shards []indextable.Store, rule indextable.IndexSharding) *indextable.ShardedStore {
+func shardOpenStore(t *testing.T, shards []kv.Store, rule indextable.IndexSharding) *indextable.ShardedStore {
 	t.Helper()
 	require.NotEmpty(t, shards)
 	require.LessOrEqual(t, len(shards), 5, "TestShardedTable takes one to five shards")
@@ -120,7 +121,7 @@ func shardOpenStore(t *testing.T, shards []indextable.Store, rule indextable.Ind
 
 // shardOpen loads a table of records customers over shards, checks it,
 // closes the store and checks that the table is then closed.
-func shardOpen(t *testing.T, shards []indextable.Store, rule indextable.IndexSharding, records int) {
+func shardOpen(t *testing.T, shards []kv.Store, rule indextable.IndexSharding, records int) {
 	ctx := context.Background()
 	s := shardOpenStore(t, shards, rule)
 	tbl, err := indextable.Open(ctx, s, shardSchema())
@@ -130,13 +131,13 @@ func shardOpen(t *testing.T, shards []indextable.Store, rule indextable.IndexSha
 	shardCheck(ctx, t, tbl, model)
 	require.NoError(t, s.Close())
 	_, err = tbl.Get(ctx, "C0000")
-	require.ErrorIs(t, err, indextable.ErrClosed)
+	require.ErrorIs(t, err, kv.ErrClosed)
 }
 
 // shardReopen loads a table of records customers over the shards that open
 // opens, checks it, closes the store and opens it again: the table is
 // readable and holds the same, and goes on taking writes.
-func shardReopen(t *testing.T, open func() []indextable.Store, rule indextable.IndexSharding, records int) {
+func shardReopen(t *testing.T, open func() []kv.Store, rule indextable.IndexSharding, records int) {
 	ctx := context.Background()
 	s := shardOpenStore(t, open(), rule)
 	tbl, err := indextable.Open(ctx, s, shardSchema())
@@ -350,7 +351,7 @@ func shardCheck(ctx context.Context, t *testing.T, tbl *indextable.Table[fixture
 		require.Equal(t, c, got)
 	}
 	_, err := tbl.Get(ctx, "none")
-	require.ErrorIs(t, err, indextable.ErrNotFound)
+	require.ErrorIs(t, err, kv.ErrNotFound)
 	rep, err := tbl.Verify(ctx, indextable.VerifyOptions{})
 	require.NoError(t, err)
 	require.Zero(t, rep.Total(), "%+v", rep)
@@ -373,30 +374,30 @@ func shardCheckPlacement(ctx context.Context, t *testing.T, s *indextable.Sharde
 	}
 	total := 0
 	for i := range s.Shards() {
-		for e, err := range s.Shard(i).Scan(ctx, indextable.ScanRange{}) {
+		for e, err := range s.Shard(i).Scan(ctx, kv.ScanRange{}) {
 			require.NoError(t, err)
 			if e.Key[0] == 0xFF {
 				continue // the shard's layout record
 			}
 			require.Equal(t, i, s.ShardOf(e.Key), "key %x", e.Key)
-			k, ok := indextable.ParseKey(e.Key)
+			k, ok := kv.ParseKey(e.Key)
 			require.True(t, ok, "key %x", e.Key)
 			require.Equal(t, "customers", element(t, k.Table))
 			var on any
 			switch k.Space {
-			case indextable.SpaceRecords: // its primary key is its ID alone
+			case kv.SpaceRecords: // its primary key is its ID alone
 				require.Empty(t, k.Rest, "%x", e.Key)
 				on = element(t, k.Lead)
 				require.Contains(t, model, on)
 				records[i]++
 				total++
-			case indextable.SpaceIndex:
+			case kv.SpaceIndex:
 				require.NotNil(t, k.Lead, "%x", e.Key)
 				if rule == indextable.ShardByLeadingKey {
 					on = element(t, k.Lead)
 				}
 				entries[element(t, k.Index).(string)][i]++
-			case indextable.SpaceQueue:
+			case kv.SpaceQueue:
 				t.Fatalf("a change is queued on shard %d: %x", i, e.Key)
 			default: // the catalog and the maintainers' leases
 				require.Zero(t, i, "%x", e.Key)
@@ -424,7 +425,7 @@ func shardCheckPlacement(ctx context.Context, t *testing.T, s *indextable.Sharde
 
 // element decodes one encoded tuple element.
 func element(t *testing.T, b []byte) any {
-	v, rest, err := indextable.DecodeElement(b)
+	v, rest, err := kv.DecodeElement(b)
 	require.NoError(t, err)
 	require.Empty(t, rest)
 	return v

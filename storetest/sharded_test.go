@@ -4,18 +4,19 @@ import (
 	"testing"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
 
 // TestShardedTable runs storetest's sharded table over three memory
 // shards; to reopen them, over memory stores that outlive their Close.
 func TestShardedTable(t *testing.T) {
-	storetest.TestShardedTable(t, func(t *testing.T) []indextable.Store {
-		return []indextable.Store{indextable.NewMemoryStore(), indextable.NewMemoryStore(), indextable.NewMemoryStore()}
-	}, storetest.ShardedTableOptions{Reopen: func(t *testing.T) func() []indextable.Store {
+	storetest.TestShardedTable(t, func(t *testing.T) []kv.Store {
+		return []kv.Store{indextable.NewMemoryStore(), indextable.NewMemoryStore(), indextable.NewMemoryStore()}
+	}, storetest.ShardedTableOptions{Reopen: func(t *testing.T) func() []kv.Store {
 		mems := []*indextable.MemoryStore{indextable.NewMemoryStore(), indextable.NewMemoryStore(), indextable.NewMemoryStore()}
-		return func() []indextable.Store {
-			shards := make([]indextable.Store, len(mems))
+		return func() []kv.Store {
+			shards := make([]kv.Store, len(mems))
 			for i, m := range mems {
 				shards[i] = lasting{m}
 			}

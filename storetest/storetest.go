@@ -1,11 +1,11 @@
 // Package storetest implements a conformance suite for implementations of
-// indextable.Store, in the manner of testing/fstest.
+// kv.Store, in the manner of testing/fstest.
 //
 // A backend's tests call TestStore with a function that opens a new, empty
 // store:
 //
 //	func TestPebbleStore(t *testing.T) {
-//		storetest.TestStore(t, func(t *testing.T) indextable.Store {
+//		storetest.TestStore(t, func(t *testing.T) kv.Store {
 //			s, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
 //			if err != nil {
 //				t.Fatal(err)
@@ -47,13 +47,14 @@ import (
 	"time"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // TestStore runs the conformance suite against stores made by newStore; each
 // subtest gets a new, empty store and the suite closes it.
-func TestStore(t *testing.T, newStore func(t *testing.T) indextable.Store) {
+func TestStore(t *testing.T, newStore func(t *testing.T) kv.Store) {
 	for _, tc := range suite {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
@@ -65,7 +66,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) indextable.Store) {
 
 var suite = []struct {
 	name string
-	run  func(*testing.T, indextable.Store)
+	run  func(*testing.T, kv.Store)
 }{
 	{"GetPutDelete", testGetPutDelete},
 	{"EmptyValue", testEmptyValue},
@@ -143,8 +144,8 @@ func await(done <-chan error, progress func() int64, ticks <-chan time.Time, sta
 	}
 }
 
-// kv is a scanned entry, as strings for readable comparisons.
-type kv struct{ Key, Value string }
+// pair is a scanned entry, as strings for readable comparisons.
+type pair struct{ Key, Value string }
 
 // bs returns s as a non-nil byte slice ("" is the empty key, not a nil bound).
 func bs(s string) []byte { return append([]byte{}, s...) }
@@ -152,59 +153,59 @@ func bs(s string) []byte { return append([]byte{}, s...) }
 // val is the value bulk-filled keys are stored with.
 func val(key []byte) []byte { return append([]byte("v:"), key...) }
 
-func put(t *testing.T, s indextable.Store, key, value []byte) {
+func put(t *testing.T, s kv.Store, key, value []byte) {
 	t.Helper()
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put(key, value)
 	require.NoError(t, s.Apply(bg, &b))
 }
 
-func del(t *testing.T, s indextable.Store, key []byte) {
+func del(t *testing.T, s kv.Store, key []byte) {
 	t.Helper()
-	var b indextable.Batch
+	var b kv.Batch
 	b.Delete(key)
 	require.NoError(t, s.Apply(bg, &b))
 }
 
-func get(t *testing.T, s indextable.Store, key []byte) []byte {
+func get(t *testing.T, s kv.Store, key []byte) []byte {
 	t.Helper()
 	v, err := s.Get(bg, key)
 	require.NoError(t, err, "Get %q", key)
 	return v
 }
 
-func requireValue(t *testing.T, s indextable.Store, key []byte, want string) {
+func requireValue(t *testing.T, s kv.Store, key []byte, want string) {
 	t.Helper()
 	require.Equal(t, want, string(get(t, s, key)), "value of %q", key)
 }
 
-func requireAbsent(t *testing.T, s indextable.Store, keys ...[]byte) {
+func requireAbsent(t *testing.T, s kv.Store, keys ...[]byte) {
 	t.Helper()
 	for _, k := range keys {
 		_, err := s.Get(bg, k)
-		require.ErrorIs(t, err, indextable.ErrNotFound, "Get %q", k)
+		require.ErrorIs(t, err, kv.ErrNotFound, "Get %q", k)
 	}
 }
 
-func apply(t *testing.T, s indextable.Store, b *indextable.Batch) {
+func apply(t *testing.T, s kv.Store, b *kv.Batch) {
 	t.Helper()
 	require.NoError(t, s.Apply(bg, b))
 }
 
 // requireAllowed skips t when s's atomicity scope cannot hold b.
-func requireAllowed(t *testing.T, s indextable.Store, b *indextable.Batch) {
+func requireAllowed(t *testing.T, s kv.Store, b *kv.Batch) {
 	t.Helper()
 	if err := s.Atomicity().Allows(b); err != nil {
 		t.Skipf("the store's atomicity scope does not allow the batch: %v", err)
 	}
 }
 
-func unbounded(a indextable.Atomicity) bool {
+func unbounded(a kv.Atomicity) bool {
 	return a.Partition == nil && a.MaxOps == 0 && a.MaxBytes == 0 && a.MaxKeyBytes == 0 && a.MaxValueBytes == 0
 }
 
 // batchSize returns want, or less when s's scope allows fewer operations.
-func batchSize(s indextable.Store, want int) int {
+func batchSize(s kv.Store, want int) int {
 	if m := s.Atomicity().MaxOps; m > 0 && m < want {
 		return m
 	}
@@ -213,7 +214,7 @@ func batchSize(s indextable.Store, want int) int {
 
 // scopeKeys returns n ascending keys starting with prefix that lie in one
 // partition of s's atomicity scope, so one batch may write them together.
-func scopeKeys(t *testing.T, s indextable.Store, prefix string, n int) [][]byte {
+func scopeKeys(t *testing.T, s kv.Store, prefix string, n int) [][]byte {
 	t.Helper()
 	part := s.Atomicity().Partition
 	groups := map[string][][]byte{}
@@ -234,11 +235,11 @@ func scopeKeys(t *testing.T, s indextable.Store, prefix string, n int) [][]byte 
 
 // putAll stores val(k) under every key, in as few batches as the store's
 // atomicity scope allows.
-func putAll(t *testing.T, s indextable.Store, keys [][]byte) {
+func putAll(t *testing.T, s kv.Store, keys [][]byte) {
 	t.Helper()
 	a := s.Atomicity()
-	batchOf := func(keys [][]byte) *indextable.Batch {
-		var b indextable.Batch
+	batchOf := func(keys [][]byte) *kv.Batch {
+		var b kv.Batch
 		for _, k := range keys {
 			b.Put(k, val(k))
 		}
@@ -259,20 +260,20 @@ func putAll(t *testing.T, s indextable.Store, keys [][]byte) {
 }
 
 // scan returns copies of the entries of r, failing t on an error.
-func scan(t *testing.T, s indextable.Store, r indextable.ScanRange) []kv {
+func scan(t *testing.T, s kv.Store, r kv.ScanRange) []pair {
 	t.Helper()
-	got := []kv{}
+	got := []pair{}
 	for e, err := range s.Scan(bg, r) {
 		require.NoError(t, err, "scan %s", fmtRange(r))
-		got = append(got, kv{string(e.Key), string(e.Value)})
+		got = append(got, pair{string(e.Key), string(e.Value)})
 	}
 	return got
 }
 
 // reference returns the entries of r among keys, each holding val(key),
 // computed with ScanRange.Contains; sorted must be in ascending order.
-func reference(sorted [][]byte, r indextable.ScanRange) []kv {
-	want := []kv{}
+func reference(sorted [][]byte, r kv.ScanRange) []pair {
+	want := []pair{}
 	for i := range sorted {
 		k := sorted[i]
 		if r.Reverse {
@@ -282,7 +283,7 @@ func reference(sorted [][]byte, r indextable.ScanRange) []kv {
 			break
 		}
 		if r.Contains(k) {
-			want = append(want, kv{string(k), string(val(k))})
+			want = append(want, pair{string(k), string(val(k))})
 		}
 	}
 	return want
@@ -295,7 +296,7 @@ func q(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-func fmtRange(r indextable.ScanRange) string {
+func fmtRange(r kv.ScanRange) string {
 	return fmt.Sprintf("{Start:%s End:%s Reverse:%v Limit:%d After:%s}", q(r.Start), q(r.End), r.Reverse, r.Limit, q(r.After))
 }
 
@@ -323,7 +324,7 @@ func randKey(rng *rand.Rand, alphabet []byte, maxLen int) []byte {
 	return k
 }
 
-func testGetPutDelete(t *testing.T, s indextable.Store) {
+func testGetPutDelete(t *testing.T, s kv.Store) {
 	a, b, c := bs("a"), bs("b"), bs("c")
 	requireAbsent(t, s, a)
 	put(t, s, a, bs("1"))
@@ -347,7 +348,7 @@ func testGetPutDelete(t *testing.T, s indextable.Store) {
 	require.Equal(t, [][]byte{bs("kept"), nil, bs("3")}, vals, "GetMany appends to dst")
 }
 
-func testEmptyValue(t *testing.T, s indextable.Store) {
+func testEmptyValue(t *testing.T, s kv.Store) {
 	e, n, absent := bs("empty"), bs("nil"), bs("absent")
 	put(t, s, e, []byte{})
 	put(t, s, n, nil) // a nil value stores an empty value too
@@ -367,10 +368,10 @@ func testEmptyValue(t *testing.T, s indextable.Store) {
 	require.NotNil(t, vals[2], "GetMany: a present empty value must be non-nil")
 	require.Empty(t, vals[2])
 
-	require.Equal(t, []kv{{"empty", ""}, {"nil", ""}}, scan(t, s, indextable.ScanRange{}))
+	require.Equal(t, []pair{{"empty", ""}, {"nil", ""}}, scan(t, s, kv.ScanRange{}))
 }
 
-func testEmptyKey(t *testing.T, s indextable.Store) {
+func testEmptyKey(t *testing.T, s kv.Store) {
 	empty := []byte{}
 	put(t, s, empty, bs("e"))
 	put(t, s, bs("\x00"), bs("z"))
@@ -378,15 +379,15 @@ func testEmptyKey(t *testing.T, s indextable.Store) {
 	requireValue(t, s, empty, "e")
 	requireValue(t, s, nil, "e") // nil and empty name the same key
 
-	all := []kv{{"", "e"}, {"\x00", "z"}, {"a", "a"}}
-	require.Equal(t, all, scan(t, s, indextable.ScanRange{}))
-	require.Equal(t, []kv{all[2], all[1], all[0]}, scan(t, s, indextable.ScanRange{Reverse: true}))
-	require.Equal(t, all, scan(t, s, indextable.ScanRange{Start: empty}))
-	require.Empty(t, scan(t, s, indextable.ScanRange{End: empty}))
-	require.Empty(t, scan(t, s, indextable.ScanRange{End: empty, Reverse: true}))
-	require.Equal(t, all[1:], scan(t, s, indextable.ScanRange{After: empty}))
-	require.Empty(t, scan(t, s, indextable.ScanRange{After: empty, Reverse: true}))
-	require.Equal(t, []kv{all[0]}, scan(t, s, indextable.ScanRange{After: bs("\x00"), Reverse: true}))
+	all := []pair{{"", "e"}, {"\x00", "z"}, {"a", "a"}}
+	require.Equal(t, all, scan(t, s, kv.ScanRange{}))
+	require.Equal(t, []pair{all[2], all[1], all[0]}, scan(t, s, kv.ScanRange{Reverse: true}))
+	require.Equal(t, all, scan(t, s, kv.ScanRange{Start: empty}))
+	require.Empty(t, scan(t, s, kv.ScanRange{End: empty}))
+	require.Empty(t, scan(t, s, kv.ScanRange{End: empty, Reverse: true}))
+	require.Equal(t, all[1:], scan(t, s, kv.ScanRange{After: empty}))
+	require.Empty(t, scan(t, s, kv.ScanRange{After: empty, Reverse: true}))
+	require.Equal(t, []pair{all[0]}, scan(t, s, kv.ScanRange{After: bs("\x00"), Reverse: true}))
 
 	// Scans that stop at the empty key and resume from it, whatever a
 	// store's chunk sizes: with up to 80 more keys after it.
@@ -394,11 +395,11 @@ func testEmptyKey(t *testing.T, s indextable.Store) {
 	for i := range 80 {
 		k := fmt.Sprintf("k%02d", i)
 		put(t, s, bs(k), bs(k))
-		want = append(want, kv{k, k})
-		require.Equal(t, want, scan(t, s, indextable.ScanRange{}), "%d keys", len(want))
+		want = append(want, pair{k, k})
+		require.Equal(t, want, scan(t, s, kv.ScanRange{}), "%d keys", len(want))
 		down := slices.Clone(want)
 		slices.Reverse(down)
-		require.Equal(t, down, scan(t, s, indextable.ScanRange{Reverse: true}), "%d keys", len(want))
+		require.Equal(t, down, scan(t, s, kv.ScanRange{Reverse: true}), "%d keys", len(want))
 	}
 	for i := range 80 {
 		del(t, s, bs(fmt.Sprintf("k%02d", i)))
@@ -406,10 +407,10 @@ func testEmptyKey(t *testing.T, s indextable.Store) {
 
 	del(t, s, empty)
 	requireAbsent(t, s, empty)
-	require.Equal(t, all[1:], scan(t, s, indextable.ScanRange{}))
+	require.Equal(t, all[1:], scan(t, s, kv.ScanRange{}))
 }
 
-func testOrder(t *testing.T, s indextable.Store) {
+func testOrder(t *testing.T, s kv.Store) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	keys := randKeys(rng, 300, []byte{0x00, 0x01, 'a', 0x7f, 0x80, 0xfe, 0xff}, 6)
 	// Add keys that are prefixes and extensions of one another.
@@ -429,8 +430,8 @@ func testOrder(t *testing.T, s indextable.Store) {
 	putAll(t, s, keys)
 
 	slices.SortFunc(keys, bytes.Compare)
-	require.Equal(t, reference(keys, indextable.ScanRange{}), scan(t, s, indextable.ScanRange{}))
-	require.Equal(t, reference(keys, indextable.ScanRange{Reverse: true}), scan(t, s, indextable.ScanRange{Reverse: true}))
+	require.Equal(t, reference(keys, kv.ScanRange{}), scan(t, s, kv.ScanRange{}))
+	require.Equal(t, reference(keys, kv.ScanRange{Reverse: true}), scan(t, s, kv.ScanRange{Reverse: true}))
 
 	vals, err := s.GetMany(bg, keys, nil)
 	require.NoError(t, err)
@@ -439,35 +440,35 @@ func testOrder(t *testing.T, s indextable.Store) {
 	}
 }
 
-func testBounds(t *testing.T, s indextable.Store) {
+func testBounds(t *testing.T, s kv.Store) {
 	keys := [][]byte{bs("a"), bs("b"), bs("c"), bs("d")}
 	putAll(t, s, keys)
 	for _, tc := range []struct {
 		name string
-		r    indextable.ScanRange
+		r    kv.ScanRange
 		want string // the keys, concatenated
 	}{
-		{"all", indextable.ScanRange{}, "abcd"},
-		{"start inclusive", indextable.ScanRange{Start: bs("b")}, "bcd"},
-		{"end exclusive", indextable.ScanRange{End: bs("c")}, "ab"},
-		{"start and end", indextable.ScanRange{Start: bs("b"), End: bs("d")}, "bc"},
-		{"absent bounds", indextable.ScanRange{Start: bs("bb"), End: bs("cc")}, "c"},
-		{"start equals end", indextable.ScanRange{Start: bs("b"), End: bs("b")}, ""},
-		{"start after end", indextable.ScanRange{Start: bs("d"), End: bs("b")}, ""},
-		{"bounds past the keys", indextable.ScanRange{Start: bs("e")}, ""},
-		{"limit", indextable.ScanRange{Limit: 2}, "ab"},
-		{"largest limit", indextable.ScanRange{Limit: math.MaxInt}, "abcd"},
-		{"reverse largest limit", indextable.ScanRange{Limit: math.MaxInt, Reverse: true}, "dcba"},
-		{"after", indextable.ScanRange{After: bs("b")}, "cd"},
-		{"after before start", indextable.ScanRange{Start: bs("c"), After: bs("a")}, "cd"},
-		{"after at end", indextable.ScanRange{End: bs("c"), After: bs("c")}, ""},
-		{"reverse", indextable.ScanRange{Reverse: true}, "dcba"},
-		{"reverse start and end", indextable.ScanRange{Start: bs("b"), End: bs("d"), Reverse: true}, "cb"},
-		{"reverse start equals end", indextable.ScanRange{Start: bs("b"), End: bs("b"), Reverse: true}, ""},
-		{"reverse start after end", indextable.ScanRange{Start: bs("d"), End: bs("b"), Reverse: true}, ""},
-		{"reverse limit", indextable.ScanRange{Limit: 2, Reverse: true}, "dc"},
-		{"reverse after", indextable.ScanRange{After: bs("c"), Reverse: true}, "ba"},
-		{"reverse after past end", indextable.ScanRange{End: bs("c"), After: bs("d"), Reverse: true}, "ba"},
+		{"all", kv.ScanRange{}, "abcd"},
+		{"start inclusive", kv.ScanRange{Start: bs("b")}, "bcd"},
+		{"end exclusive", kv.ScanRange{End: bs("c")}, "ab"},
+		{"start and end", kv.ScanRange{Start: bs("b"), End: bs("d")}, "bc"},
+		{"absent bounds", kv.ScanRange{Start: bs("bb"), End: bs("cc")}, "c"},
+		{"start equals end", kv.ScanRange{Start: bs("b"), End: bs("b")}, ""},
+		{"start after end", kv.ScanRange{Start: bs("d"), End: bs("b")}, ""},
+		{"bounds past the keys", kv.ScanRange{Start: bs("e")}, ""},
+		{"limit", kv.ScanRange{Limit: 2}, "ab"},
+		{"largest limit", kv.ScanRange{Limit: math.MaxInt}, "abcd"},
+		{"reverse largest limit", kv.ScanRange{Limit: math.MaxInt, Reverse: true}, "dcba"},
+		{"after", kv.ScanRange{After: bs("b")}, "cd"},
+		{"after before start", kv.ScanRange{Start: bs("c"), After: bs("a")}, "cd"},
+		{"after at end", kv.ScanRange{End: bs("c"), After: bs("c")}, ""},
+		{"reverse", kv.ScanRange{Reverse: true}, "dcba"},
+		{"reverse start and end", kv.ScanRange{Start: bs("b"), End: bs("d"), Reverse: true}, "cb"},
+		{"reverse start equals end", kv.ScanRange{Start: bs("b"), End: bs("b"), Reverse: true}, ""},
+		{"reverse start after end", kv.ScanRange{Start: bs("d"), End: bs("b"), Reverse: true}, ""},
+		{"reverse limit", kv.ScanRange{Limit: 2, Reverse: true}, "dc"},
+		{"reverse after", kv.ScanRange{After: bs("c"), Reverse: true}, "ba"},
+		{"reverse after past end", kv.ScanRange{End: bs("c"), After: bs("d"), Reverse: true}, "ba"},
 	} {
 		var got string
 		for _, e := range scan(t, s, tc.r) {
@@ -477,7 +478,7 @@ func testBounds(t *testing.T, s indextable.Store) {
 	}
 }
 
-func testRandomRanges(t *testing.T, s indextable.Store) {
+func testRandomRanges(t *testing.T, s kv.Store) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	// A small alphabet makes random bounds hit stored keys often.
 	alphabet := []byte{0x00, 'a', 'b', 0xff}
@@ -494,7 +495,7 @@ func testRandomRanges(t *testing.T, s indextable.Store) {
 		}
 	}
 	for range 400 {
-		r := indextable.ScanRange{Start: bound(25), End: bound(25), Reverse: rng.IntN(2) == 0, After: bound(40)}
+		r := kv.ScanRange{Start: bound(25), End: bound(25), Reverse: rng.IntN(2) == 0, After: bound(40)}
 		if rng.IntN(2) == 0 {
 			r.Limit = 1 + rng.IntN(20)
 		}
@@ -502,16 +503,16 @@ func testRandomRanges(t *testing.T, s indextable.Store) {
 	}
 }
 
-func testResume(t *testing.T, s indextable.Store) {
+func testResume(t *testing.T, s kv.Store) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	keys := randKeys(rng, 200, []byte{0x00, 'a', 'b', 'c', 0xff}, 5)
 	putAll(t, s, keys)
-	for _, r := range []indextable.ScanRange{{}, {Start: bs("a")}, {End: bs("b")}, {Start: bs("a\x00"), End: bs("c")}} {
+	for _, r := range []kv.ScanRange{{}, {Start: bs("a")}, {End: bs("b")}, {Start: bs("a\x00"), End: bs("c")}} {
 		for _, reverse := range []bool{false, true} {
 			for _, limit := range []int{1, 3, 7, 64, 65, 500} {
 				r.Reverse, r.Limit, r.After = reverse, limit, nil
-				want := reference(keys, indextable.ScanRange{Start: r.Start, End: r.End, Reverse: reverse})
-				got := []kv{}
+				want := reference(keys, kv.ScanRange{Start: r.Start, End: r.End, Reverse: reverse})
+				got := []pair{}
 				for pages := 0; ; pages++ {
 					require.LessOrEqual(t, pages, len(keys)+1, "paging %s does not end", fmtRange(r))
 					page := scan(t, s, r)
@@ -528,13 +529,13 @@ func testResume(t *testing.T, s indextable.Store) {
 	}
 }
 
-func testStopEarly(t *testing.T, s indextable.Store) {
+func testStopEarly(t *testing.T, s kv.Store) {
 	keys := scopeKeys(t, s, "k", 200)
 	putAll(t, s, keys)
 	for _, reverse := range []bool{false, true} {
 		for _, stop := range []int{1, 3, 64, 65} {
 			n := 0
-			for _, err := range s.Scan(bg, indextable.ScanRange{Reverse: reverse}) {
+			for _, err := range s.Scan(bg, kv.ScanRange{Reverse: reverse}) {
 				require.NoError(t, err)
 				if n++; n == stop {
 					break
@@ -542,21 +543,21 @@ func testStopEarly(t *testing.T, s indextable.Store) {
 			}
 			require.Equal(t, stop, n)
 			within(t, "a write after a stopped scan", func(func()) error {
-				var b indextable.Batch
+				var b kv.Batch
 				b.Put(bs("x"), bs("x"))
 				return s.Apply(bg, &b)
 			})
 			requireValue(t, s, bs("x"), "x")
-			require.Len(t, scan(t, s, indextable.ScanRange{Reverse: reverse}), len(keys)+1)
+			require.Len(t, scan(t, s, kv.ScanRange{Reverse: reverse}), len(keys)+1)
 		}
 	}
 }
 
-func testBatchPutDelete(t *testing.T, s indextable.Store) {
+func testBatchPutDelete(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "b", 4)
 	put(t, s, k[0], bs("0"))
 	put(t, s, k[1], bs("1"))
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put(k[2], bs("2"))
 	b.Delete(k[0])
 	b.Put(k[1], bs("1'"))
@@ -568,44 +569,44 @@ func testBatchPutDelete(t *testing.T, s indextable.Store) {
 	requireValue(t, s, k[2], "2")
 }
 
-func testBatchDuplicateKey(t *testing.T, s indextable.Store) {
+func testBatchDuplicateKey(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "d", batchSize(s, 12))
 	put(t, s, k[0], bs("old"))
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put(k[1], bs("new"))
 	b.Put(k[0], bs("new"))
 	b.Put(k[1], bs("again"))
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key put twice")
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "a key put twice")
 
 	b.Reset()
 	b.Put(k[0], bs("new"))
 	b.Delete(k[0])
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key put and deleted")
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "a key put and deleted")
 
 	b.Reset()
 	for _, key := range k[1:] {
 		b.Put(key, bs("new"))
 	}
 	b.Delete(k[1])
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key written twice in a batch of %d", b.Len())
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "a key written twice in a batch of %d", b.Len())
 
 	requireValue(t, s, k[0], "old")
 	requireAbsent(t, s, k[1:]...)
 }
 
-func testBatchUnknownKind(t *testing.T, s indextable.Store) {
+func testBatchUnknownKind(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "u", 2)
-	for _, kind := range []indextable.OpKind{0, 200} {
-		var b indextable.Batch
+	for _, kind := range []kv.OpKind{0, 200} {
+		var b kv.Batch
 		b.Put(k[0], bs("v"))
 		b.Put(k[1], bs("v"))
 		b.Ops()[1].Kind = kind // the only way to build an invalid operation
-		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "kind %v", kind)
+		require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "kind %v", kind)
 		requireAbsent(t, s, k...)
 	}
 }
 
-func testBatchExpectValue(t *testing.T, s indextable.Store) {
+func testBatchExpectValue(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "e", 4)
 	have, empty, absent, out := k[0], k[1], k[2], k[3]
 	put(t, s, have, bs("value"))
@@ -624,7 +625,7 @@ func testBatchExpectValue(t *testing.T, s indextable.Store) {
 		{absent, []byte{}, false},
 		{absent, nil, false},
 	} {
-		var b indextable.Batch
+		var b kv.Batch
 		b.ExpectValue(tc.key, tc.value)
 		b.Put(out, tc.value)
 		requireAllowed(t, s, &b)
@@ -634,7 +635,7 @@ func testBatchExpectValue(t *testing.T, s indextable.Store) {
 			requireValue(t, s, out, string(tc.value))
 			del(t, s, out)
 		} else {
-			require.ErrorIs(t, err, indextable.ErrConflict, "expect %q = %s", tc.key, q(tc.value))
+			require.ErrorIs(t, err, kv.ErrConflict, "expect %q = %s", tc.key, q(tc.value))
 			requireAbsent(t, s, out)
 		}
 	}
@@ -643,16 +644,16 @@ func testBatchExpectValue(t *testing.T, s indextable.Store) {
 	requireAbsent(t, s, absent)
 }
 
-func testBatchExpectAbsent(t *testing.T, s indextable.Store) {
+func testBatchExpectAbsent(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "a", 3)
 	present, absent, out := k[0], k[1], k[2]
 	put(t, s, present, bs("p"))
 
-	var b indextable.Batch
+	var b kv.Batch
 	b.ExpectAbsent(present)
 	b.Put(out, bs("x"))
 	requireAllowed(t, s, &b)
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict)
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrConflict)
 	requireAbsent(t, s, out)
 
 	b.Reset()
@@ -669,20 +670,20 @@ func testBatchExpectAbsent(t *testing.T, s indextable.Store) {
 	b.Reset()
 	b.ExpectAbsent(absent)
 	b.Put(absent, bs("2"))
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict)
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrConflict)
 	requireValue(t, s, absent, "1")
 }
 
-func testBatchCompareAndSet(t *testing.T, s indextable.Store) {
+func testBatchCompareAndSet(t *testing.T, s kv.Store) {
 	key := bs("cas")
 	put(t, s, key, bs("1"))
-	var b indextable.Batch
+	var b kv.Batch
 	b.ExpectValue(key, bs("1"))
 	b.Put(key, bs("2"))
 	requireAllowed(t, s, &b)
 	apply(t, s, &b)
 	requireValue(t, s, key, "2")
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict, "the same compare-and-set again")
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrConflict, "the same compare-and-set again")
 	requireValue(t, s, key, "2")
 
 	b.Reset()
@@ -692,40 +693,40 @@ func testBatchCompareAndSet(t *testing.T, s indextable.Store) {
 	requireAbsent(t, s, key)
 }
 
-func testBatchConflictAppliesNothing(t *testing.T, s indextable.Store) {
+func testBatchConflictAppliesNothing(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "c", batchSize(s, 50))
 	guard, rest := k[0], k[1:]
 	put(t, s, guard, bs("g"))
-	for _, expect := range []func(*indextable.Batch){
-		func(b *indextable.Batch) { b.ExpectValue(guard, bs("not g")) },
-		func(b *indextable.Batch) { b.ExpectAbsent(guard) },
+	for _, expect := range []func(*kv.Batch){
+		func(b *kv.Batch) { b.ExpectValue(guard, bs("not g")) },
+		func(b *kv.Batch) { b.ExpectAbsent(guard) },
 	} {
-		var b indextable.Batch
+		var b kv.Batch
 		for _, key := range rest[:len(rest)-1] {
 			b.Put(key, bs("v"))
 		}
 		b.Delete(guard)
 		expect(&b) // the failing expectation comes last
 		requireAllowed(t, s, &b)
-		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrConflict)
+		require.ErrorIs(t, s.Apply(bg, &b), kv.ErrConflict)
 		requireValue(t, s, guard, "g")
 		requireAbsent(t, s, rest...)
-		require.Equal(t, []kv{{string(guard), "g"}}, scan(t, s, indextable.ScanRange{}))
+		require.Equal(t, []pair{{string(guard), "g"}}, scan(t, s, kv.ScanRange{}))
 	}
 }
 
-func testBatchEmpty(t *testing.T, s indextable.Store) {
-	apply(t, s, &indextable.Batch{})
+func testBatchEmpty(t *testing.T, s kv.Store) {
+	apply(t, s, &kv.Batch{})
 	put(t, s, bs("k"), bs("v"))
-	var b indextable.Batch
+	var b kv.Batch
 	b.ExpectValue(bs("k"), bs("v"))
 	b.ExpectAbsent(bs("k2"))
 	requireAllowed(t, s, &b)
 	apply(t, s, &b) // expectations only
-	require.Equal(t, []kv{{"k", "v"}}, scan(t, s, indextable.ScanRange{}))
+	require.Equal(t, []pair{{"k", "v"}}, scan(t, s, kv.ScanRange{}))
 }
 
-func testConcurrentCompareAndSet(t *testing.T, s indextable.Store) {
+func testConcurrentCompareAndSet(t *testing.T, s kv.Store) {
 	const workers, increments = 4, 25
 	key := bs("counter")
 	put(t, s, key, bs("0"))
@@ -743,11 +744,11 @@ func testConcurrentCompareAndSet(t *testing.T, s indextable.Store) {
 						if err != nil {
 							return err
 						}
-						var b indextable.Batch
+						var b kv.Batch
 						b.ExpectValue(key, v)
 						b.Put(key, strconv.AppendInt(nil, int64(n+1), 10))
 						switch err := s.Apply(bg, &b); {
-						case errors.Is(err, indextable.ErrConflict): // lost the race: retry
+						case errors.Is(err, kv.ErrConflict): // lost the race: retry
 						case err != nil:
 							return err
 						default:
@@ -784,7 +785,7 @@ func checkSealed(key, value []byte) error {
 	return nil
 }
 
-func testConcurrentWritesAndScans(t *testing.T, s indextable.Store) {
+func testConcurrentWritesAndScans(t *testing.T, s kv.Store) {
 	const writers, scanners, scans = 2, 2, 300
 	keys := scopeKeys(t, s, "w", 40)
 	for _, k := range keys {
@@ -802,7 +803,7 @@ func testConcurrentWritesAndScans(t *testing.T, s indextable.Store) {
 				rng := rand.New(rand.NewPCG(4, uint64(w)))
 				errc <- func() error {
 					for n := uint64(w) << 32; !stop.Load(); n++ {
-						var b indextable.Batch
+						var b kv.Batch
 						for _, i := range rng.Perm(len(keys))[:size] {
 							if rng.IntN(4) == 0 {
 								b.Delete(keys[i])
@@ -825,7 +826,7 @@ func testConcurrentWritesAndScans(t *testing.T, s indextable.Store) {
 					var prev []byte
 					for range scans {
 						first := true
-						for e, err := range s.Scan(bg, indextable.ScanRange{Reverse: reverse}) {
+						for e, err := range s.Scan(bg, kv.ScanRange{Reverse: reverse}) {
 							if err != nil {
 								return err
 							}
@@ -854,13 +855,13 @@ func testConcurrentWritesAndScans(t *testing.T, s indextable.Store) {
 	})
 }
 
-func testScanBodyWrites(t *testing.T, s indextable.Store) {
+func testScanBodyWrites(t *testing.T, s kv.Store) {
 	for _, prefix := range []string{"f", "r"} {
 		reverse := prefix == "r"
 		keys := scopeKeys(t, s, prefix, 150)
 		putAll(t, s, keys)
-		r := indextable.ScanRange{Start: bs(prefix), End: bs(prefix + "\xff"), Reverse: reverse}
-		var got []kv
+		r := kv.ScanRange{Start: bs(prefix), End: bs(prefix + "\xff"), Reverse: reverse}
+		var got []pair
 		within(t, "a scan whose loop body writes", func(progress func()) error {
 			i := 0
 			for e, err := range s.Scan(bg, r) {
@@ -868,10 +869,10 @@ func testScanBodyWrites(t *testing.T, s indextable.Store) {
 					return err
 				}
 				progress()
-				got = append(got, kv{string(e.Key), string(e.Value)})
+				got = append(got, pair{string(e.Key), string(e.Value)})
 				// Write outside the range, and to the key just yielded.
 				key := bytes.Clone(e.Key)
-				var b indextable.Batch
+				var b kv.Batch
 				b.Put(append([]byte("z"), key...), bs("copy"))
 				if err := s.Apply(bg, &b); err != nil {
 					return err
@@ -886,7 +887,7 @@ func testScanBodyWrites(t *testing.T, s indextable.Store) {
 				if err := s.Apply(bg, &b); err != nil {
 					return err
 				}
-				if _, err := s.Get(bg, key); i%2 == 0 && !errors.Is(err, indextable.ErrNotFound) {
+				if _, err := s.Get(bg, key); i%2 == 0 && !errors.Is(err, kv.ErrNotFound) {
 					return fmt.Errorf("Get %q after its delete: %v", key, err)
 				}
 				i++
@@ -906,7 +907,7 @@ func testScanBodyWrites(t *testing.T, s indextable.Store) {
 	}
 }
 
-func testContext(t *testing.T, s indextable.Store) {
+func testContext(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "x", 2)
 	key, other := k[0], k[1]
 	put(t, s, key, bs("v"))
@@ -925,7 +926,7 @@ func testContext(t *testing.T, s indextable.Store) {
 	const n = 2000
 	many := scopeKeys(t, s, "long", n)
 	for i := 0; i < n; {
-		var b indextable.Batch
+		var b kv.Batch
 		for ; i < n && (s.Atomicity().MaxOps == 0 || b.Len() < s.Atomicity().MaxOps); i++ {
 			b.Put(many[i], bs("v"))
 		}
@@ -934,7 +935,7 @@ func testContext(t *testing.T, s indextable.Store) {
 	ctx, cancel = context.WithCancel(bg)
 	defer cancel()
 	entries, errs := 0, 0
-	for _, err := range s.Scan(ctx, indextable.ScanRange{}) {
+	for _, err := range s.Scan(ctx, kv.ScanRange{}) {
 		if err != nil {
 			require.ErrorIs(t, err, context.Canceled, "Scan")
 			errs++
@@ -951,7 +952,7 @@ func testContext(t *testing.T, s indextable.Store) {
 
 // requireScanError checks that seq yields no entries and then exactly one
 // error, wrapping target.
-func requireScanError(t *testing.T, seq iter.Seq2[indextable.Entry, error], target error) {
+func requireScanError(t *testing.T, seq iter.Seq2[kv.Entry, error], target error) {
 	t.Helper()
 	var errs []error
 	for e, err := range seq {
@@ -966,7 +967,7 @@ func requireScanError(t *testing.T, seq iter.Seq2[indextable.Entry, error], targ
 
 // testNilContext: every call refuses a nil context with
 // ErrInvalidArgument, and changes nothing.
-func testNilContext(t *testing.T, s indextable.Store) {
+func testNilContext(t *testing.T, s kv.Store) {
 	k := scopeKeys(t, s, "n", 2)
 	key, other := k[0], k[1]
 	put(t, s, key, bs("v"))
@@ -977,63 +978,63 @@ func testNilContext(t *testing.T, s indextable.Store) {
 // requireRefused checks that every call with ctx fails with an error
 // wrapping target and changes nothing: key keeps its value "v", and other
 // stays absent.
-func requireRefused(t *testing.T, s indextable.Store, ctx context.Context, key, other []byte, target error) {
+func requireRefused(t *testing.T, s kv.Store, ctx context.Context, key, other []byte, target error) {
 	t.Helper()
 	_, err := s.Get(ctx, key)
 	require.ErrorIs(t, err, target, "Get")
 	_, err = s.GetMany(ctx, [][]byte{key}, nil)
 	require.ErrorIs(t, err, target, "GetMany")
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put(other, bs("v"))
 	b.Delete(key)
 	require.ErrorIs(t, s.Apply(ctx, &b), target, "Apply")
 	requireAbsent(t, s, other)
 	requireValue(t, s, key, "v")
-	requireScanError(t, s.Scan(ctx, indextable.ScanRange{}), target)
+	requireScanError(t, s.Scan(ctx, kv.ScanRange{}), target)
 }
 
-func testClosed(t *testing.T, s indextable.Store) {
+func testClosed(t *testing.T, s kv.Store) {
 	key := bs("k")
 	put(t, s, key, bs("v"))
 	require.NoError(t, s.Close())
 
 	_, err := s.Get(bg, key)
-	require.ErrorIs(t, err, indextable.ErrClosed, "Get")
+	require.ErrorIs(t, err, kv.ErrClosed, "Get")
 	_, err = s.GetMany(bg, [][]byte{key}, nil)
-	require.ErrorIs(t, err, indextable.ErrClosed, "GetMany")
-	var b indextable.Batch
+	require.ErrorIs(t, err, kv.ErrClosed, "GetMany")
+	var b kv.Batch
 	b.Put(key, bs("w"))
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrClosed, "Apply")
-	requireScanError(t, s.Scan(bg, indextable.ScanRange{}), indextable.ErrClosed)
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrClosed, "Apply")
+	requireScanError(t, s.Scan(bg, kv.ScanRange{}), kv.ErrClosed)
 	// A range that holds nothing is no exception.
-	requireScanError(t, s.Scan(bg, indextable.ScanRange{Start: bs("b"), End: bs("a")}), indextable.ErrClosed)
-	requireScanError(t, s.Scan(bg, indextable.ScanRange{End: bs("b"), After: bs("c")}), indextable.ErrClosed)
+	requireScanError(t, s.Scan(bg, kv.ScanRange{Start: bs("b"), End: bs("a")}), kv.ErrClosed)
+	requireScanError(t, s.Scan(bg, kv.ScanRange{End: bs("b"), After: bs("c")}), kv.ErrClosed)
 	require.NoError(t, s.Close(), "second Close")
 }
 
-func testNoAliasing(t *testing.T, s indextable.Store) {
+func testNoAliasing(t *testing.T, s kv.Store) {
 	key, value := bs("key"), bs("value")
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put(key, value)
 	apply(t, s, &b)
 	key[0], value[0] = 'X', 'X'
 	requireValue(t, s, bs("key"), "value")
 	requireAbsent(t, s, key)
-	require.Equal(t, []kv{{"key", "value"}}, scan(t, s, indextable.ScanRange{}))
+	require.Equal(t, []pair{{"key", "value"}}, scan(t, s, kv.ScanRange{}))
 }
 
-func testAtomicity(t *testing.T, s indextable.Store) {
+func testAtomicity(t *testing.T, s kv.Store) {
 	a := s.Atomicity()
 	if unbounded(a) {
 		t.Skip("the store's atomicity scope is unbounded")
 	}
 	if a.MaxOps > 0 {
 		keys := scopeKeys(t, s, "m", a.MaxOps+1)
-		var b indextable.Batch
+		var b kv.Batch
 		for _, k := range keys {
 			b.Put(k, bs("v"))
 		}
-		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "%d operations, MaxOps %d", b.Len(), a.MaxOps)
+		require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "%d operations, MaxOps %d", b.Len(), a.MaxOps)
 		requireAbsent(t, s, keys...)
 
 		b.Reset()
@@ -1055,28 +1056,28 @@ func testAtomicity(t *testing.T, s indextable.Store) {
 			}
 		}
 		require.Len(t, byPart, 2, "found no keys in two partitions")
-		var b indextable.Batch
+		var b kv.Batch
 		var keys [][]byte
 		for _, k := range byPart {
 			b.Put(k, bs("v"))
 			keys = append(keys, k)
 		}
-		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "keys in two partitions")
+		require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "keys in two partitions")
 		requireAbsent(t, s, keys...)
 	}
 	if a.MaxBytes > 0 {
-		var b indextable.Batch
+		var b kv.Batch
 		b.Put(bs("big"), make([]byte, a.MaxBytes))
-		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a batch over MaxBytes %d", a.MaxBytes)
+		require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "a batch over MaxBytes %d", a.MaxBytes)
 		requireAbsent(t, s, bs("big"))
 	}
 	if a.MaxKeyBytes > 0 {
 		testKeyBound(t, s, a.MaxKeyBytes)
 	}
 	if a.MaxValueBytes > 0 {
-		var b indextable.Batch
+		var b kv.Batch
 		b.Put(bs("large"), make([]byte, a.MaxValueBytes+1))
-		require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a value over MaxValueBytes %d", a.MaxValueBytes)
+		require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "a value over MaxValueBytes %d", a.MaxValueBytes)
 		requireAbsent(t, s, bs("large"))
 		value := bytes.Repeat([]byte{0xA5, 0, 0xFF}, a.MaxValueBytes/3+1)[:a.MaxValueBytes]
 		b.Reset()
@@ -1090,16 +1091,16 @@ func testAtomicity(t *testing.T, s indextable.Store) {
 
 // testKeyBound checks that s stores and orders keys of max bytes, the
 // longest it holds, refuses longer ones, and finds a longer one absent.
-func testKeyBound(t *testing.T, s indextable.Store, max int) {
+func testKeyBound(t *testing.T, s kv.Store, max int) {
 	long := func(last byte) []byte {
 		k := bytes.Repeat([]byte{'k', 0, 0xFF}, max/3+1)[:max]
 		k[max-1] = last
 		return k
 	}
 	lo, hi, over := long(1), long(2), append(long(1), 0)
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put(over, bs("v"))
-	require.ErrorIs(t, s.Apply(bg, &b), indextable.ErrInvalidBatch, "a key over MaxKeyBytes %d", max)
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "a key over MaxKeyBytes %d", max)
 	b.Reset()
 	b.Put(hi, bs("hi"))
 	apply(t, s, &b)
@@ -1108,9 +1109,9 @@ func testKeyBound(t *testing.T, s indextable.Store, max int) {
 	apply(t, s, &b)
 	requireValue(t, s, lo, "lo")
 	requireValue(t, s, hi, "hi")
-	require.Equal(t, []kv{{string(lo), "lo"}, {string(hi), "hi"}}, scan(t, s, indextable.ScanRange{Start: lo, End: append(hi, 0)}))
+	require.Equal(t, []pair{{string(lo), "lo"}, {string(hi), "hi"}}, scan(t, s, kv.ScanRange{Start: lo, End: append(hi, 0)}))
 	_, err := s.Get(bg, over)
-	require.ErrorIs(t, err, indextable.ErrNotFound)
+	require.ErrorIs(t, err, kv.ErrNotFound)
 	b.Reset()
 	b.ExpectAbsent(over)
 	b.Delete(over)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -23,11 +24,11 @@ func damage(t *testing.T, dir string) {
 	store, err := pebblestore.Open(dir, pebblestore.Options{})
 	require.NoError(t, err)
 	key := func(elems ...any) []byte {
-		k, err := indextable.EncodeTuple(elems...)
+		k, err := kv.EncodeTuple(elems...)
 		require.NoError(t, err)
 		return k
 	}
-	var b indextable.Batch
+	var b kv.Batch
 	b.Delete(key("accounts", int64(1), "town", int64(1), "T3", int64(3)))       // missing
 	b.Put(key("accounts", int64(1), "active", int64(1), true, int64(999)), nil) // dangling
 	require.NoError(t, store.Apply(context.Background(), &b))
@@ -77,7 +78,7 @@ func TestVerifyAndRepair(t *testing.T) {
 	require.Equal(t, exitDrift, code, errs)
 	assert.Empty(t, errs)
 	assert.Contains(t, out, "drift: 1 missing, 1 dangling\n")
-	assert.Contains(t, out, `missing entry in index "town": key [T3], record [3]`)
+	assert.Contains(t, out, `missing entry in index "town": key ("T3"), record (3)`)
 
 	out, errs, code = runCLI(t, "verify", "-json", dir)
 	require.Equal(t, exitDrift, code, errs)
@@ -130,5 +131,5 @@ func TestPrintChecks(t *testing.T) {
 	printChecks([]checkReport{checkOf("t", r)}, true, &b)
 	assert.Equal(t, "table t: 3 records, 4 entries, 1 records with queued changes (not checked); skipped computed (a Key func: check it in the program)"+
 		"; drift: 1 missing, 2 stale, 1 unique violation; repaired 3\n"+
-		"  unique violation entry in index \"email\": key [a], record [2]\n", b.String())
+		"  unique violation entry in index \"email\": key (\"a\"), record (2)\n", b.String())
 }

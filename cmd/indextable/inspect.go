@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 )
 
 // The commands that read a store and say what its index tables are, hold
@@ -144,7 +145,7 @@ func describe(ix indextable.IndexInfo) indexReport {
 
 // measureTable adds to r the table's stats, its saved usage and, for
 // advise, the findings.
-func (in inspection) measureTable(ctx context.Context, store indextable.Store, t indextable.TableInfo, r *tableReport) error {
+func (in inspection) measureTable(ctx context.Context, store kv.Store, t indextable.TableInfo, r *tableReport) error {
 	stats, err := indextable.StatsOf(ctx, store, t)
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ func TestInspect(t *testing.T) {
 	require.Equal(t, exitOK, code, errs)
 	t.Log("\n" + out)
 	assert.Contains(t, out, "table accounts: 200 records")
-	assert.Regexp(t, `active\s+200\s+2\s+\[false\]\s+50%`, out)
+	assert.Regexp(t, `active\s+200\s+2\s+\(false\)\s+50%`, out)
 	assert.Regexp(t, `email\s+200\s+200\s+.*\s+100\s+100\s+200\s+1\.00`, out)
 
 	out, errs, code = runCLI(t, "advise", "-min-writes", "100", dir)

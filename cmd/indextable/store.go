@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -19,8 +20,8 @@ var errShard = errors.New("not the whole sharded store")
 // directory of a store, or the directories of every shard of a
 // ShardedStore, in order, which it opens as one with the rules their
 // layout records keep.
-func open(ctx context.Context, dirs []string, readOnly bool) (store indextable.Store, err error) {
-	shards := make([]indextable.Store, 0, len(dirs))
+func open(ctx context.Context, dirs []string, readOnly bool) (store kv.Store, err error) {
+	shards := make([]kv.Store, 0, len(dirs))
 	defer func() {
 		if err != nil {
 			for _, s := range shards {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -20,7 +21,7 @@ import (
 func writeShardedStore(t *testing.T, dir string, n int) []string {
 	ctx := context.Background()
 	dirs := make([]string, n)
-	shards := make([]indextable.Store, n)
+	shards := make([]kv.Store, n)
 	for i := range shards {
 		dirs[i] = filepath.Join(dir, fmt.Sprintf("shard-%d", i))
 		s, err := pebblestore.Open(dirs[i], pebblestore.Options{NoSync: true})
@@ -104,22 +105,22 @@ func TestCLIShardedStore(t *testing.T) {
 
 	// A missing entry and a dangling one, each on the shard it lies on.
 	key := func(elems ...any) []byte {
-		k, err := indextable.EncodeTuple(elems...)
+		k, err := kv.EncodeTuple(elems...)
 		require.NoError(t, err)
 		return k
 	}
-	inject := func(email string, b func(*indextable.Batch)) {
+	inject := func(email string, b func(*kv.Batch)) {
 		i, err := indextable.ShardFor(3, email)
 		require.NoError(t, err)
 		s, err := pebblestore.Open(dirs[i], pebblestore.Options{})
 		require.NoError(t, err)
-		var batch indextable.Batch
+		var batch kv.Batch
 		b(&batch)
 		require.NoError(t, s.Apply(ctx, &batch))
 		require.NoError(t, s.Close())
 	}
-	inject("3@x", func(b *indextable.Batch) { b.Delete(key("accounts", int64(1), "email", int64(1), "3@x", int64(3))) })
-	inject("zz@x", func(b *indextable.Batch) {
+	inject("3@x", func(b *kv.Batch) { b.Delete(key("accounts", int64(1), "email", int64(1), "3@x", int64(3))) })
+	inject("zz@x", func(b *kv.Batch) {
 		b.Put(key("accounts", int64(1), "email", int64(1), "zz@x", int64(999)), nil)
 	})
 

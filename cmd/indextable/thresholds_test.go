@@ -35,23 +35,23 @@ func TestDefaultThresholdsAgree(t *testing.T) {
 		upTo  int64
 		input func(i int64) (indextable.TableStats, indextable.TableUsage)
 	}{
-		{"min-writes", indextable.Unused, 3 * defaultThresholds.MinWrites, func(i int64) (indextable.TableStats, indextable.TableUsage) {
+		{"min-writes", indextable.FindingUnused, 3 * defaultThresholds.MinWrites, func(i int64) (indextable.TableStats, indextable.TableUsage) {
 			return distinct(1, 1, 1, 1), indextable.TableUsage{Writes: i}
 		}},
-		{"selectivity", indextable.LowCardinality, 1000, func(i int64) (indextable.TableStats, indextable.TableUsage) {
+		{"selectivity", indextable.FindingLowCardinality, 1000, func(i int64) (indextable.TableStats, indextable.TableUsage) {
 			return distinct(1000, 1000, i, 1), read(1)
 		}},
-		{"skew", indextable.Skewed, 1000, func(i int64) (indextable.TableStats, indextable.TableUsage) {
+		{"skew", indextable.FindingSkewed, 1000, func(i int64) (indextable.TableStats, indextable.TableUsage) {
 			return distinct(1000, 1000, 1000, i), read(10)
 		}},
-		{"volatility", indextable.Volatile, int64(30 * defaultThresholds.Volatility), func(i int64) (indextable.TableStats, indextable.TableUsage) {
+		{"volatility", indextable.FindingVolatile, int64(30 * defaultThresholds.Volatility), func(i int64) (indextable.TableStats, indextable.TableUsage) {
 			u := read(10)
 			ix := u.Indexes["ix"]
 			ix.Changes = i
 			u.Indexes["ix"] = ix
 			return distinct(1000, 1000, 1000, 1), u
 		}},
-		{"min-scans", indextable.UnindexedFilter, 3 * defaultThresholds.MinScans, func(i int64) (indextable.TableStats, indextable.TableUsage) {
+		{"min-scans", indextable.FindingUnindexedFilter, 3 * defaultThresholds.MinScans, func(i int64) (indextable.TableStats, indextable.TableUsage) {
 			u := read(1)
 			u.Filters = []indextable.FilterUse{{Fields: []string{"G"}, Scans: i}}
 			return distinct(1000, 1000, 1000, 1), u

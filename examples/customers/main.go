@@ -12,6 +12,7 @@ import (
 	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/countingstore"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/kv"
 )
 
 // Customer is a record of the fact table: the examples' customer, with an
@@ -23,7 +24,7 @@ func main() { examplestore.Main(run) }
 
 // run opens the customers' table, loads it on a first run, then reads
 // and writes it, printing what each read cost the store.
-func run(ctx context.Context, s indextable.Store) error {
+func run(ctx context.Context, s kv.Store) error {
 	store := countingstore.New(s)
 
 	// The same composite Town, LastName key in each of the three strategies,

@@ -19,6 +19,7 @@ import (
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/kv"
 )
 
 // Customer is a record of the fact table: the examples' customer, with an
@@ -40,7 +41,7 @@ func customerID(i int) string { return fmt.Sprintf("C%05d", i) }
 // indexes, opens it with that of the next, which adds two, builds them
 // online, lets a maintainer catch the eventual one up, and verifies the
 // table.
-func run(ctx context.Context, store indextable.Store) error {
+func run(ctx context.Context, store kv.Store) error {
 	first := indextable.Schema[Customer]{Name: "customers", PrimaryKey: []string{"ID"}, Codec: &indextable.BinaryCodec{}, Revision: 1}
 	if err := load(ctx, store, first); err != nil {
 		return err
@@ -90,7 +91,7 @@ func run(ctx context.Context, store indextable.Store) error {
 // handle maintains them as its writes reset the customers the earlier run
 // moved and renamed. It then applies the queue of the eventual index, so
 // that the rest of the run starts from where the first one did.
-func load(ctx context.Context, store indextable.Store, schema indextable.Schema[Customer]) error {
+func load(ctx context.Context, store kv.Store, schema indextable.Schema[Customer]) error {
 	table, err := indextable.Open(ctx, store, schema)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/countingstore"
+	"github.com/indextable/indextable/kv"
 )
 
 // Movie is a record of the fact table, keyed by (Genre, Title).
@@ -40,7 +41,7 @@ var movies = []Movie{
 
 func main() { examplestore.MainAzure("movies", run) }
 
-func run(ctx context.Context, s indextable.Store) error {
+func run(ctx context.Context, s kv.Store) error {
 	store := countingstore.New(s)
 	table, err := indextable.Open(ctx, store, indextable.Schema[Movie]{
 		Name:       "movies",
@@ -173,7 +174,7 @@ func actorOfRow(lower, upper string) func(Movie) string {
 // showPlacement prints where each index table's entries lie, on a store
 // that commits one partition at a time (Azure Table storage); on others
 // every index is written in its record's batch.
-func showPlacement(ctx context.Context, s indextable.Store, table *indextable.Table[Movie]) error {
+func showPlacement(ctx context.Context, s kv.Store, table *indextable.Table[Movie]) error {
 	if s.Atomicity().Partition == nil {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/examples/internal/examplestore"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/kv"
 )
 
 // Customer is a record of the fact table: the examples' customer, with an
@@ -29,7 +30,7 @@ func main() { examplestore.MainShards(shards, run) }
 
 // run opens the customers' table over the shards, loads it on a first
 // run, then reads it: each query says which shards it touched.
-func run(ctx context.Context, stores []indextable.Store) error {
+func run(ctx context.Context, stores []kv.Store) error {
 	counters := make([]*counted, len(stores))
 	for i, s := range stores {
 		counters[i] = &counted{Store: s}
@@ -116,7 +117,7 @@ func printShards(ctx context.Context, store *indextable.ShardedStore) error {
 	perShard := make([]string, shards)
 	for i := range shards {
 		n := 0
-		for _, err := range store.Shard(i).Scan(ctx, indextable.ScanRange{Start: factSpace, End: factEnd}) {
+		for _, err := range store.Shard(i).Scan(ctx, kv.ScanRange{Start: factSpace, End: factEnd}) {
 			if err != nil {
 				return err
 			}
@@ -213,7 +214,7 @@ func verify(ctx context.Context, table *indextable.Table[Customer]) error {
 
 // The keys of the customers' records: the table's name, then space 0.
 var (
-	factSpace = must(indextable.EncodeTuple("customers", 0))
+	factSpace = must(kv.EncodeTuple("customers", 0))
 	factEnd   = append(slices.Clone(factSpace), 0xFF)
 )
 
@@ -226,14 +227,14 @@ func must(b []byte, err error) []byte {
 
 // counted counts what one shard serves, by kind.
 type counted struct {
-	indextable.Store
+	kv.Store
 	indexScans, queueScans, gets atomic.Int64
 }
 
 // counts is what one shard served.
 type counts struct{ indexScans, queueScans, gets int64 }
 
-func (c *counted) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[indextable.Entry, error] {
+func (c *counted) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	if t := decodeLeading(r.Start); len(t) == 2 {
 		switch t[1] {
 		case int64(1), int64(5): // an index table
@@ -259,7 +260,7 @@ func (c *counted) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][
 func decodeLeading(key []byte) indextable.Tuple {
 	var t indextable.Tuple
 	for len(t) < 2 {
-		v, rest, err := indextable.DecodeElement(key)
+		v, rest, err := kv.DecodeElement(key)
 		if err != nil {
 			break
 		}

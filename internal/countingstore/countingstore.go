@@ -4,10 +4,9 @@ package countingstore
 
 import (
 	"context"
+	"github.com/indextable/indextable/kv"
 	"iter"
 	"sync/atomic"
-
-	"github.com/indextable/indextable"
 )
 
 // Counts is a snapshot of the calls made through a Store.
@@ -31,15 +30,15 @@ func (c Counts) Sub(o Counts) Counts {
 		c.Scans - o.Scans, c.ScanEntries - o.ScanEntries, c.Applies - o.Applies, c.Ops - o.Ops}
 }
 
-// Store is an indextable.Store that counts the calls made to the one it
+// Store is a kv.Store that counts the calls made to the one it
 // wraps.
 type Store struct {
-	indextable.Store
+	kv.Store
 	gets, getManys, manyKeys, scans, scanEntries, applies, ops atomic.Int64
 }
 
 // New wraps s.
-func New(s indextable.Store) *Store { return &Store{Store: s} }
+func New(s kv.Store) *Store { return &Store{Store: s} }
 
 // Counts returns the calls counted so far.
 func (s *Store) Counts() Counts {
@@ -47,23 +46,23 @@ func (s *Store) Counts() Counts {
 		s.scanEntries.Load(), s.applies.Load(), s.ops.Load()}
 }
 
-// Get implements indextable.Store.
+// Get implements kv.Store.
 func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	s.gets.Add(1)
 	return s.Store.Get(ctx, key)
 }
 
-// GetMany implements indextable.Store.
+// GetMany implements kv.Store.
 func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
 	s.getManys.Add(1)
 	s.manyKeys.Add(int64(len(keys)))
 	return s.Store.GetMany(ctx, keys, dst)
 }
 
-// Scan implements indextable.Store.
-func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[indextable.Entry, error] {
+// Scan implements kv.Store.
+func (s *Store) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	s.scans.Add(1)
-	return func(yield func(indextable.Entry, error) bool) {
+	return func(yield func(kv.Entry, error) bool) {
 		for e, err := range s.Store.Scan(ctx, r) {
 			if err == nil {
 				s.scanEntries.Add(1)
@@ -75,8 +74,8 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 	}
 }
 
-// Apply implements indextable.Store.
-func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
+// Apply implements kv.Store.
+func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 	s.applies.Add(1)
 	s.ops.Add(int64(b.Len()))
 	return s.Store.Apply(ctx, b)

@@ -1,4 +1,4 @@
-// Package faultstore wraps an indextable.Store and injects faults into it,
+// Package faultstore wraps a kv.Store and injects faults into it,
 // so tests can simulate a store call failing and the process crashing
 // between, or in the middle of, its writes.
 //
@@ -16,10 +16,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indextable/indextable/kv"
 	"iter"
 	"sync"
-
-	"github.com/indextable/indextable"
 )
 
 // Op is a kind of store call.
@@ -72,11 +71,11 @@ type point struct {
 	applied bool
 }
 
-// Store is an indextable.Store that passes calls through to the store it
+// Store is a kv.Store that passes calls through to the store it
 // wraps, except for those that FailAt and CrashAt choose. It is safe for
 // concurrent use.
 type Store struct {
-	inner indextable.Store
+	inner kv.Store
 
 	mu      sync.Mutex
 	calls   [numOps]int
@@ -84,15 +83,15 @@ type Store struct {
 	crashed bool
 }
 
-var _ indextable.Store = (*Store)(nil)
+var _ kv.Store = (*Store)(nil)
 
 // New wraps inner, with no faults set.
-func New(inner indextable.Store) *Store { return &Store{inner: inner} }
+func New(inner kv.Store) *Store { return &Store{inner: inner} }
 
 // Inner returns the wrapped store. After a crash it holds what was applied
 // before the crash (and the crashing batch, for CrashAt with applied set),
 // so a test restarts by wrapping it again or using it directly.
-func (s *Store) Inner() indextable.Store { return s.inner }
+func (s *Store) Inner() kv.Store { return s.inner }
 
 // FailAt makes the nth call of op, counted from now (1 is the next one),
 // fail once with an error wrapping ErrInjected, without reaching the inner
@@ -179,7 +178,7 @@ func (s *Store) crashErr(op Op, n int) error {
 
 func crashedErr(op Op, n int) error { return fmt.Errorf("%w: %v call %d", ErrCrashed, op, n) }
 
-// Get implements indextable.Store.
+// Get implements kv.Store.
 func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if _, _, err := s.begin(Get); err != nil {
 		return nil, err
@@ -187,7 +186,7 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return s.inner.Get(ctx, key)
 }
 
-// GetMany implements indextable.Store.
+// GetMany implements kv.Store.
 func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]byte, error) {
 	if _, _, err := s.begin(GetMany); err != nil {
 		return dst, err
@@ -195,22 +194,22 @@ func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]b
 	return s.inner.GetMany(ctx, keys, dst)
 }
 
-// Scan implements indextable.Store. Once the store has crashed the scan
+// Scan implements kv.Store. Once the store has crashed the scan
 // yields ErrCrashed, as its last pair, in place of its next entry or of its
 // normal end.
-func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[indextable.Entry, error] {
+func (s *Store) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	n, _, err := s.begin(Scan)
 	if err != nil {
-		return func(yield func(indextable.Entry, error) bool) { yield(indextable.Entry{}, err) }
+		return func(yield func(kv.Entry, error) bool) { yield(kv.Entry{}, err) }
 	}
-	return func(yield func(indextable.Entry, error) bool) {
+	return func(yield func(kv.Entry, error) bool) {
 		if err := s.crashErr(Scan, n); err != nil {
-			yield(indextable.Entry{}, err)
+			yield(kv.Entry{}, err)
 			return
 		}
 		for e, err := range s.inner.Scan(ctx, r) {
 			if cerr := s.crashErr(Scan, n); cerr != nil {
-				yield(indextable.Entry{}, cerr)
+				yield(kv.Entry{}, cerr)
 				return
 			}
 			if !yield(e, err) || err != nil {
@@ -218,13 +217,13 @@ func (s *Store) Scan(ctx context.Context, r indextable.ScanRange) iter.Seq2[inde
 			}
 		}
 		if err := s.crashErr(Scan, n); err != nil {
-			yield(indextable.Entry{}, err)
+			yield(kv.Entry{}, err)
 		}
 	}
 }
 
-// Apply implements indextable.Store.
-func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
+// Apply implements kv.Store.
+func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 	_, applyAnyway, err := s.begin(Apply)
 	if applyAnyway {
 		if ierr := s.inner.Apply(ctx, b); ierr != nil {
@@ -238,10 +237,10 @@ func (s *Store) Apply(ctx context.Context, b *indextable.Batch) error {
 	return s.inner.Apply(ctx, b)
 }
 
-// Atomicity implements indextable.Store: it is the inner store's.
-func (s *Store) Atomicity() indextable.Atomicity { return s.inner.Atomicity() }
+// Atomicity implements kv.Store: it is the inner store's.
+func (s *Store) Atomicity() kv.Atomicity { return s.inner.Atomicity() }
 
-// Close implements indextable.Store. After a crash it returns an error
+// Close implements kv.Store. After a crash it returns an error
 // wrapping ErrCrashed and leaves the inner store open, for the test to
 // reuse; otherwise it closes the inner store.
 func (s *Store) Close() error {

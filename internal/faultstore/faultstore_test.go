@@ -8,6 +8,7 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/faultstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +21,7 @@ var (
 
 // TestConformance shows that a Store with no fault set is transparent.
 func TestConformance(t *testing.T) {
-	storetest.TestStore(t, func(t *testing.T) indextable.Store {
+	storetest.TestStore(t, func(t *testing.T) kv.Store {
 		return faultstore.New(indextable.NewMemoryStore())
 	})
 }
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 func newStore(t *testing.T) *faultstore.Store {
 	t.Helper()
 	inner := indextable.NewMemoryStore()
-	var b indextable.Batch
+	var b kv.Batch
 	b.Put([]byte("k"), []byte("v"))
 	require.NoError(t, inner.Apply(bg, &b))
 	t.Cleanup(func() { _ = inner.Close() })
@@ -37,7 +38,7 @@ func newStore(t *testing.T) *faultstore.Store {
 }
 
 // call makes one call of op through s; the i-th Apply puts key "a<i>".
-func call(s indextable.Store, op faultstore.Op, i int) error {
+func call(s kv.Store, op faultstore.Op, i int) error {
 	switch op {
 	case faultstore.Get:
 		_, err := s.Get(bg, []byte("k"))
@@ -49,14 +50,14 @@ func call(s indextable.Store, op faultstore.Op, i int) error {
 		}
 		return err
 	case faultstore.Scan:
-		for _, err := range s.Scan(bg, indextable.ScanRange{}) {
+		for _, err := range s.Scan(bg, kv.ScanRange{}) {
 			if err != nil {
 				return err
 			}
 		}
 		return nil
 	case faultstore.Apply:
-		var b indextable.Batch
+		var b kv.Batch
 		b.Put(applyKey(i), []byte("v"))
 		return s.Apply(bg, &b)
 	}
@@ -65,11 +66,11 @@ func call(s indextable.Store, op faultstore.Op, i int) error {
 
 func applyKey(i int) []byte { return []byte(fmt.Sprintf("a%d", i)) }
 
-func has(t *testing.T, s indextable.Store, key []byte) bool {
+func has(t *testing.T, s kv.Store, key []byte) bool {
 	t.Helper()
 	_, err := s.Get(bg, key)
 	if err != nil {
-		require.ErrorIs(t, err, indextable.ErrNotFound)
+		require.ErrorIs(t, err, kv.ErrNotFound)
 		return false
 	}
 	return true
@@ -199,12 +200,12 @@ func TestCrashAtAppliedConflict(t *testing.T) {
 	// the crash, and nothing is applied.
 	s := newStore(t)
 	s.CrashAt(faultstore.Apply, 1, true)
-	var b indextable.Batch
+	var b kv.Batch
 	b.ExpectAbsent([]byte("k"))
 	b.Put([]byte("new"), []byte("v"))
 	err := s.Apply(bg, &b)
 	require.ErrorIs(t, err, faultstore.ErrCrashed)
-	require.NotErrorIs(t, err, indextable.ErrConflict)
+	require.NotErrorIs(t, err, kv.ErrConflict)
 	assert.False(t, has(t, s.Inner(), []byte("new")))
 	requireCrashed(t, s)
 }
@@ -224,7 +225,7 @@ func TestCrashDuringScan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inner := indextable.NewMemoryStore()
 			t.Cleanup(func() { _ = inner.Close() })
-			var b indextable.Batch
+			var b kv.Batch
 			for i := range tc.keys {
 				b.Put([]byte(fmt.Sprintf("k%03d", i)), []byte("v"))
 			}
@@ -245,7 +246,7 @@ func TestCrashDuringScan(t *testing.T) {
 
 			entries := 0
 			var errs []error
-			for _, err := range s.Scan(bg, indextable.ScanRange{}) {
+			for _, err := range s.Scan(bg, kv.ScanRange{}) {
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -267,7 +268,7 @@ func TestCrashDuringScan(t *testing.T) {
 
 func TestScanIteratedAfterCrash(t *testing.T) {
 	s := newStore(t)
-	seq := s.Scan(bg, indextable.ScanRange{}) // the call is made before the crash
+	seq := s.Scan(bg, kv.ScanRange{}) // the call is made before the crash
 	s.CrashAt(faultstore.Get, 1, false)
 	require.ErrorIs(t, call(s, faultstore.Get, 0), faultstore.ErrCrashed)
 	var errs []error
@@ -293,7 +294,7 @@ func TestCalls(t *testing.T) {
 		}
 	}
 	// An iterated scan sequence counts as the one call that made it.
-	seq := s.Scan(bg, indextable.ScanRange{})
+	seq := s.Scan(bg, kv.ScanRange{})
 	for range seq {
 	}
 	for range seq {
@@ -316,7 +317,7 @@ func TestCalls(t *testing.T) {
 
 type boundedStore struct{ *indextable.MemoryStore }
 
-func (boundedStore) Atomicity() indextable.Atomicity { return indextable.Atomicity{MaxOps: 3} }
+func (boundedStore) Atomicity() kv.Atomicity { return kv.Atomicity{MaxOps: 3} }
 
 func TestAtomicity(t *testing.T) {
 	s := faultstore.New(boundedStore{indextable.NewMemoryStore()})

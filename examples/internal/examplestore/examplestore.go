@@ -16,6 +16,7 @@ import (
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore"
+	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
 
@@ -33,7 +34,7 @@ const (
 )
 
 // Run is an example's body, run on the store it is given.
-type Run func(context.Context, indextable.Store) error
+type Run func(context.Context, kv.Store) error
 
 // Main is an example's main: it parses the -pebble flag (default
 // $INDEXTABLE_PEBBLE_DIR), opens the store, runs the example on it and
@@ -50,11 +51,11 @@ func MainAzure(table string, run Run) { start(table, run) }
 // with -pebble, n Pebble stores in the directory's subdirectories shard-0,
 // shard-1, and so on. The example closes the shards (a ShardedStore's Close
 // does).
-func MainShards(n int, run func(context.Context, []indextable.Store) error) {
+func MainShards(n int, run func(context.Context, []kv.Store) error) {
 	dir := flag.String("pebble", os.Getenv(EnvDir),
 		"keep the data in Pebble stores in this directory's shard-N subdirectories (default $"+EnvDir+"; empty: in memory)")
 	flag.Parse()
-	shards := make([]indextable.Store, n)
+	shards := make([]kv.Store, n)
 	for i := range shards {
 		if *dir == "" {
 			shards[i] = indextable.NewMemoryStore()
@@ -108,7 +109,7 @@ func start(table string, run Run) {
 // open returns the Pebble store in dir, or the store in the Azure table of
 // the account of conn, saying which on standard output, and a new
 // in-memory store when both are empty.
-func open(ctx context.Context, dir, conn, table string) (indextable.Store, error) {
+func open(ctx context.Context, dir, conn, table string) (kv.Store, error) {
 	switch {
 	case dir != "" && conn != "":
 		return nil, errors.New("examplestore: -pebble and -azure exclude each other (mind $" + EnvDir + " and $" + EnvAzure + ")")

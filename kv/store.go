@@ -1,4 +1,4 @@
-package indextable
+package kv
 
 import (
 	"bytes"
@@ -8,9 +8,9 @@ import (
 	"iter"
 )
 
-// Store is the ordered key/value store beneath every table, in the spirit of
-// database/sql/driver: tables and their index tables are written to a Store
-// as plain byte keys, and a backend implements only this narrow interface.
+// Store is the ordered key/value store beneath every table: tables and
+// their index tables are written to a Store as plain byte keys, and a
+// backend implements only this narrow interface.
 //
 // Keys are arbitrary byte strings (the empty key included) ordered by
 // bytes.Compare. Implementations must be safe for concurrent use, must copy
@@ -18,7 +18,7 @@ import (
 // with a done context returns an error that wraps ctx.Err(). After Close
 // every call returns an error that wraps ErrClosed. A Store's methods must
 // not write to a table that is stored in it: a table calls them while it
-// holds a lock that its writes wait for (see DisableIndex).
+// holds a lock that its writes wait for (see Table.DisableIndex).
 //
 // Package storetest holds the conformance suite every Store must pass.
 type Store interface {
@@ -59,7 +59,8 @@ type Store interface {
 // StableStore is implemented by a Store whose returned memory is never
 // modified or reused: every value of Get and GetMany and every Key and Value
 // that Scan yields may be kept for good. Tables then decode records whose
-// strings share that memory instead of copying it. MemoryStore is one.
+// strings share that memory instead of copying it. indextable.MemoryStore
+// is one.
 //
 // A type that embeds a StableStore inherits StableValues: if it overrides
 // Get, GetMany or Scan to return memory of its own, it must override
@@ -71,7 +72,9 @@ type StableStore interface {
 	StableValues() bool
 }
 
-// Store errors. Implementations wrap them with what was wrong.
+// Store errors. Implementations wrap them with what was wrong. Package
+// indextable declares the same values under the same names, for its users'
+// errors.Is.
 var (
 	// ErrNotFound reports that a key, or a record, does not exist.
 	ErrNotFound = errors.New("indextable: not found")
@@ -150,8 +153,8 @@ type Atomicity struct {
 	// put; 0 means no bound. A key longer than MaxKeyBytes is never
 	// present, so expecting it absent or deleting it is allowed. Tables
 	// check their keys and records against them before they write (see
-	// Limits of a store in the package documentation), so that a
-	// maintainer never meets a key or value it cannot store.
+	// Limits of a store in package indextable's documentation), so that
+	// a maintainer never meets a key or value it cannot store.
 	MaxKeyBytes, MaxValueBytes int
 }
 

@@ -1,4 +1,4 @@
-package indextable
+package tuple
 
 import (
 	"bytes"
@@ -108,23 +108,23 @@ func TestNaNCanonical(t *testing.T) {
 		math.Float64frombits(0xFFFFFFFFFFFFFFFF),
 		float64(float32(math.NaN())),
 	} {
-		got, err := EncodeTuple(f)
+		got, err := Encode(f)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 	}
-	got, err := EncodeTuple(float32(math.NaN()))
+	got, err := Encode(float32(math.NaN()))
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
-	v, err := DecodeTuple(want)
+	v, err := Decode(want)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(canonicalNaN), math.Float64bits(v[0].(float64)))
 }
 
 func TestTimeRoundTrip(t *testing.T) {
 	now := time.Now() // carries a monotonic reading and the local zone
-	enc, err := EncodeTuple(now)
+	enc, err := Encode(now)
 	require.NoError(t, err)
-	dec, err := DecodeTuple(enc)
+	dec, err := Decode(enc)
 	require.NoError(t, err)
 	got := dec[0].(time.Time)
 	assert.True(t, got.Equal(now))
@@ -133,23 +133,23 @@ func TestTimeRoundTrip(t *testing.T) {
 }
 
 func TestTupleEncoding(t *testing.T) {
-	enc, err := EncodeTuple("Redmond", "Smith", 42)
+	enc, err := Encode("Redmond", "Smith", 42)
 	require.NoError(t, err)
 	assert.Equal(t, tupHex(t, "02 5265646d6f6e64 00 02 536d697468 00 15 2a"), enc)
 
-	enc, err = EncodeTuple()
+	enc, err = Encode()
 	require.NoError(t, err)
 	assert.Empty(t, enc)
-	dec, err := DecodeTuple(nil)
+	dec, err := Decode(nil)
 	require.NoError(t, err)
 	assert.Empty(t, dec)
 
 	// ("a", nil) and ("a\x00") share the bytes 02 61 00 but stay distinct.
-	enc, err = EncodeTuple("a", nil)
+	enc, err = Encode("a", nil)
 	require.NoError(t, err)
-	dec, err = DecodeTuple(enc)
+	dec, err = Decode(enc)
 	require.NoError(t, err)
-	assert.Equal(t, Tuple{"a", nil}, dec)
+	assert.Equal(t, []any{"a", nil}, dec)
 }
 
 // tupAscending lists elements in strictly increasing key order.
@@ -167,32 +167,32 @@ var tupAscending = []any{
 }
 
 func TestKnownOrder(t *testing.T) {
-	prev, err := EncodeTuple(tupAscending[0])
+	prev, err := Encode(tupAscending[0])
 	require.NoError(t, err)
 	for i := 1; i < len(tupAscending); i++ {
 		a, b := tupAscending[i-1], tupAscending[i]
-		enc, err := EncodeTuple(b)
+		enc, err := Encode(b)
 		require.NoError(t, err)
 		assert.Equal(t, -1, bytes.Compare(prev, enc), "%#v < %#v", a, b)
-		assert.Equal(t, -1, CompareTuples(Tuple{a}, Tuple{b}), "%#v < %#v", a, b)
-		assert.Equal(t, 1, CompareTuples(Tuple{b}, Tuple{a}), "%#v > %#v", b, a)
+		assert.Equal(t, -1, Compare([]any{a}, []any{b}), "%#v < %#v", a, b)
+		assert.Equal(t, 1, Compare([]any{b}, []any{a}), "%#v > %#v", b, a)
 		prev = enc
 	}
-	assert.Equal(t, -1, CompareTuples(Tuple{"a"}, Tuple{"a", nil}))
-	assert.Zero(t, CompareTuples(Tuple{int64(5), math.NaN()}, Tuple{uint8(5), math.NaN()}))
+	assert.Equal(t, -1, Compare([]any{"a"}, []any{"a", nil}))
+	assert.Zero(t, Compare([]any{int64(5), math.NaN()}, []any{uint8(5), math.NaN()}))
 }
 
-// tupleEnd bounds exactly a tuple and its extensions: not "a\x00", whose
+// End bounds exactly a tuple and its extensions: not "a\x00", whose
 // encoding starts with that of "a".
 func TestTupleEnd(t *testing.T) {
-	p, err := EncodeTuple("a")
+	p, err := Encode("a")
 	require.NoError(t, err)
-	ext, err := EncodeTuple("a", "z", 1)
+	ext, err := Encode("a", "z", 1)
 	require.NoError(t, err)
-	other, err := EncodeTuple("a\x00")
+	other, err := Encode("a\x00")
 	require.NoError(t, err)
 	in := bytes.Clone(p)
-	end := tupleEnd(in)
+	end := End(in)
 	assert.Equal(t, p, in, "input modified")
 	assert.Equal(t, append(bytes.Clone(p), 0xFF), end)
 	for _, k := range [][]byte{p, ext} {
@@ -212,12 +212,12 @@ func TestUnsupportedTypes(t *testing.T) {
 		_, err := AppendElement(nil, v)
 		require.ErrorIs(t, err, ErrUnsupportedType, "%T", v)
 
-		dst, err := AppendTuple([]byte("ab"), "ok", v)
+		dst, err := Append([]byte("ab"), "ok", v)
 		require.ErrorIs(t, err, ErrUnsupportedType, "%T", v)
 		assert.Contains(t, err.Error(), "element 1")
 		assert.Equal(t, []byte("ab"), dst)
 
-		assert.Panics(t, func() { CompareTuples(Tuple{v}, Tuple{1}) })
+		assert.Panics(t, func() { Compare([]any{v}, []any{1}) })
 	}
 }
 
@@ -254,7 +254,7 @@ func TestMalformed(t *testing.T) {
 			_, err = ElementLen(b)
 			require.ErrorIs(t, err, ErrMalformedKey)
 			if len(b) > 0 {
-				_, err = DecodeTuple(append([]byte{0x14}, b...))
+				_, err = Decode(append([]byte{0x14}, b...))
 				require.ErrorIs(t, err, ErrMalformedKey)
 				assert.Contains(t, err.Error(), "offset 1")
 			}
@@ -416,8 +416,8 @@ func tupRetype(r *rand.Rand, v any) any {
 	return (*string)(nil)
 }
 
-func tupRandTuple(r *rand.Rand) Tuple {
-	t := make(Tuple, 1+r.IntN(4))
+func tupRandTuple(r *rand.Rand) []any {
+	t := make([]any, 1+r.IntN(4))
 	for i := range t {
 		t[i] = tupRandElem(r)
 	}
@@ -426,11 +426,11 @@ func tupRandTuple(r *rand.Rand) Tuple {
 
 // tupRelated returns a tuple that often shares a prefix with t, with some
 // shared elements given another Go type.
-func tupRelated(r *rand.Rand, t Tuple) Tuple {
+func tupRelated(r *rand.Rand, t []any) []any {
 	if r.IntN(4) == 0 {
 		return tupRandTuple(r)
 	}
-	u := make(Tuple, 0, 4)
+	u := make([]any, 0, 4)
 	for _, v := range t[:r.IntN(len(t)+1)] {
 		if r.IntN(3) == 0 {
 			v = tupRetype(r, v)
@@ -449,27 +449,27 @@ func tupSign(c int) int {
 
 // checkTuplePair checks order preservation, injectivity and round trips
 // for a pair of tuples.
-func checkTuplePair(t *testing.T, a, b Tuple) {
+func checkTuplePair(t *testing.T, a, b []any) {
 	t.Helper()
-	ea, err := EncodeTuple(a...)
+	ea, err := Encode(a...)
 	require.NoError(t, err)
-	eb, err := EncodeTuple(b...)
+	eb, err := Encode(b...)
 	require.NoError(t, err)
-	c := CompareTuples(a, b)
-	require.Equal(t, -c, CompareTuples(b, a), "antisymmetry: %#v vs %#v", a, b)
+	c := Compare(a, b)
+	require.Equal(t, -c, Compare(b, a), "antisymmetry: %#v vs %#v", a, b)
 	require.Equal(t, tupSign(c), bytes.Compare(ea, eb), "order: %#v vs %#v\n%x\n%x", a, b, ea, eb)
 	require.Equal(t, c == 0, bytes.Equal(ea, eb), "injectivity: %#v vs %#v", a, b)
 	checkRoundTrip(t, a, ea)
 	checkRoundTrip(t, b, eb)
 }
 
-func checkRoundTrip(t *testing.T, tup Tuple, enc []byte) {
+func checkRoundTrip(t *testing.T, tup []any, enc []byte) {
 	t.Helper()
-	dec, err := DecodeTuple(enc)
+	dec, err := Decode(enc)
 	require.NoError(t, err, "%#v: %x", tup, enc)
 	require.Len(t, dec, len(tup))
-	require.Zero(t, CompareTuples(tup, dec), "%#v decoded as %#v", tup, dec)
-	again, err := EncodeTuple(dec...)
+	require.Zero(t, Compare(tup, dec), "%#v decoded as %#v", tup, dec)
+	again, err := Encode(dec...)
 	require.NoError(t, err)
 	require.Equal(t, enc, again)
 	for i, v := range dec {
@@ -505,15 +505,15 @@ func TestTupleProperties(t *testing.T) {
 		b := tupRelated(r, a)
 		checkTuplePair(t, a, b)
 
-		ea, err := EncodeTuple(a...)
+		ea, err := Encode(a...)
 		require.NoError(t, err)
 		// Prefixes: enc(a[:k]) is a byte prefix of enc(a), and enc(a)
-		// lies in [enc(a[:k]), tupleEnd(enc(a[:k]))).
+		// lies in [enc(a[:k]), End(enc(a[:k]))).
 		for k := range len(a) + 1 {
-			p, err := EncodeTuple(a[:k]...)
+			p, err := Encode(a[:k]...)
 			require.NoError(t, err)
 			require.True(t, bytes.HasPrefix(ea, p))
-			require.Equal(t, -1, bytes.Compare(ea, tupleEnd(p)))
+			require.Equal(t, -1, bytes.Compare(ea, End(p)))
 		}
 		// Element by element: ElementLen agrees with DecodeElement and
 		// with the element's own encoding.
@@ -535,7 +535,7 @@ func TestTupleProperties(t *testing.T) {
 
 func FuzzDecodeTuple(f *testing.F) {
 	for _, v := range tupAscending {
-		b, _ := EncodeTuple(v, "x\x00", -3)
+		b, _ := Encode(v, "x\x00", -3)
 		f.Add(b)
 	}
 	for _, s := range []string{"", "03", "0261", "1500", "13FF", "0C7FFFFFFFFFFFFFFE", "21FFF8000000000001", "217FFFFFFFFFFFFFFF", "3080000000000000003B9ACA00"} {
@@ -554,12 +554,12 @@ func FuzzDecodeTuple(f *testing.F) {
 		} else {
 			require.ErrorIs(t, lenErr, ErrMalformedKey)
 		}
-		dec, err := DecodeTuple(data)
+		dec, err := Decode(data)
 		if err != nil {
 			require.ErrorIs(t, err, ErrMalformedKey)
 			return
 		}
-		enc, err := EncodeTuple(dec...)
+		enc, err := Encode(dec...)
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(data, enc), "%x re-encodes as %x", data, enc)
 	})
@@ -567,11 +567,11 @@ func FuzzDecodeTuple(f *testing.F) {
 
 // tupFromShape builds a tuple of 1 to 4 elements whose types and order
 // come from the low nibble of shape.
-func tupFromShape(shape byte, s string, i int64, f float64, b []byte) Tuple {
+func tupFromShape(shape byte, s string, i int64, f float64, b []byte) []any {
 	cands := []any{s, i, f, b, uint64(i), i&1 == 0, time.Unix(i, int64(len(s))*1e8), tupTown(s), float32(f), nil}
 	n := 1 + int(shape&3)
 	start := 2 * int(shape>>2&3)
-	t := make(Tuple, n)
+	t := make([]any, n)
 	for k := range t {
 		t[k] = cands[(start+k)%len(cands)]
 	}
@@ -592,7 +592,7 @@ func FuzzTupleOrder(f *testing.F) {
 }
 
 func TestNoAllocations(t *testing.T) {
-	enc, err := EncodeTuple("Red\x00mond", []byte("x"), int64(-300), 2.5, true, time.Unix(5, 6), nil)
+	enc, err := Encode("Red\x00mond", []byte("x"), int64(-300), 2.5, true, time.Unix(5, 6), nil)
 	require.NoError(t, err)
 	buf := make([]byte, 0, 128)
 	allocs := testing.AllocsPerRun(100, func() {
@@ -603,9 +603,9 @@ func TestNoAllocations(t *testing.T) {
 			}
 			rest = rest[n:]
 		}
-		b := appendString(buf[:0], "Red\x00mond")
+		b := AppendString(buf[:0], "Red\x00mond")
 		b = appendBytes(b, []byte("x"))
-		b = appendInt(b, -300)
+		b = AppendInt(b, -300)
 		b = appendFloat(b, 2.5)
 		b = appendBool(b, true)
 		b = appendTime(b, time.Unix(5, 6))
@@ -617,13 +617,13 @@ func TestNoAllocations(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
-// TestTupleEndLeavesItsArgument: tupleEnd returns a new key, and writes
+// TestTupleEndLeavesItsArgument: End returns a new key, and writes
 // nothing into the spare capacity of the key it extends, which may be a
 // prefix that concurrent scans share (two Verify runs raced there).
 func TestTupleEndLeavesItsArgument(t *testing.T) {
 	buf := []byte{1, 2, 3, 9, 9, 9, 9, 9, 9}
 	k := buf[:3]
-	end := tupleEnd(k)
+	end := End(k)
 	require.Equal(t, []byte{1, 2, 3, 0xFF}, end)
-	require.Equal(t, []byte{1, 2, 3, 9, 9, 9, 9, 9, 9}, buf, "tupleEnd wrote past its argument")
+	require.Equal(t, []byte{1, 2, 3, 9, 9, 9, 9, 9, 9}, buf, "End wrote past its argument")
 }

@@ -1,4 +1,8 @@
-package indextable
+// Package tuple implements the order-preserving tuple encoding of every
+// stored key: package kv exports it to stores (kv.AppendTuple documents the
+// format), and the core uses the rest, which works on key fields through
+// reflection and on the encoding's parts, without allocating.
+package tuple
 
 import (
 	"bytes"
@@ -13,7 +17,7 @@ import (
 	"time"
 )
 
-// The type codes, an element's first byte; AppendTuple gives the format.
+// The type codes, an element's first byte; Append gives the format.
 const (
 	codeNil     = 0x00
 	codeBytes   = 0x01
@@ -27,10 +31,15 @@ const (
 	codeTime    = 0x30
 )
 
+// CodeString is the first byte of a string element.
+const CodeString = codeString
+
 const (
 	signBit      = 1 << 63
 	canonicalNaN = 0x7FF8000000000000 // the quiet NaN every NaN encodes as
 )
+
+var timeType = reflect.TypeFor[time.Time]()
 
 // ErrUnsupportedType reports a key component of a type that has no encoding.
 var ErrUnsupportedType = errors.New("indextable: unsupported key type")
@@ -38,45 +47,10 @@ var ErrUnsupportedType = errors.New("indextable: unsupported key type")
 // ErrMalformedKey reports bytes that are not a canonical tuple encoding.
 var ErrMalformedKey = errors.New("indextable: malformed key")
 
-// AppendTuple appends the encoding of each element to dst. The result
-// sorts, under bytes.Compare, as the tuple does under CompareTuples. On
-// error dst is returned with its original length.
-//
-// Each element is a type code, one byte, followed by a body:
-//
-//	0x00       nil
-//	0x01       []byte: body with 0x00 escaped as 0x00 0xFF, then 0x00
-//	0x02       string: as []byte
-//	0x0C..0x13 negative integer: one's complement of the magnitude, 8..1 bytes
-//	0x14       zero
-//	0x15..0x1C positive integer: 1..8 big-endian bytes, no leading zero
-//	0x21       float64: 8 bytes, sign bit flipped (positive) or all bits flipped (negative)
-//	0x26, 0x27 false, true
-//	0x30       time.Time: Unix seconds (8 bytes, sign bit flipped), then nanoseconds (4 bytes)
-//
-// Encodings sort as their tuples because:
-//
-//   - The codes are in the order in which CompareTuples ranks types, so
-//     elements of two types compare by their first byte.
-//   - Within a type, bodies sort as values. An integer's code holds its
-//     sign and its length in bytes, which its shortest form ties to its
-//     magnitude: negative integers of more bytes come first, positive ones
-//     of more bytes last, and bodies of one length sort as their values
-//     (the one's complement reverses magnitudes). The flipped bits make
-//     floats and times sort as unsigned integers do.
-//   - Each element ends where its code and body say, so two encodings first
-//     differ where their tuples do, and a tuple's encoding is a prefix of
-//     its extensions', which sort after it. The end of a byte string, 0x00
-//     followed by anything but 0xFF, sorts below any byte that continues a
-//     longer one, an escaped 0x00 (0x00 0xFF) included, as no code is 0xFF.
-//
-// And as no code is 0xFF, a tuple's encoding followed by 0xFF sorts after
-// the encodings of all its extensions: the end of a prefix's range.
-//
-// Equal values encode alike: integers of every Go type by value, -0 as
-// +0, and every NaN as one quiet NaN, which sorts after +Inf. DecodeTuple
-// accepts these canonical encodings only.
-func AppendTuple(dst []byte, elems ...any) ([]byte, error) {
+// Append appends the encoding of each element to dst: kv.AppendTuple,
+// whose documentation gives the format and why it sorts as Compare does.
+// On error dst is returned with its original length.
+func Append(dst []byte, elems ...any) ([]byte, error) {
 	n := len(dst)
 	for i, v := range elems {
 		var ok bool
@@ -87,15 +61,12 @@ func AppendTuple(dst []byte, elems ...any) ([]byte, error) {
 	return dst, nil
 }
 
-// EncodeTuple returns the encoding of the tuple made of elems.
-func EncodeTuple(elems ...any) ([]byte, error) {
-	return AppendTuple(nil, elems...)
+// Encode implements kv.EncodeTuple.
+func Encode(elems ...any) ([]byte, error) {
+	return Append(nil, elems...)
 }
 
-// AppendElement appends the encoding of v to dst. Supported types are
-// nil, []byte, string, all integer types, float32, float64, bool,
-// time.Time, named types whose underlying type is one of these (except
-// time.Time), and pointers to them; a nil pointer encodes as nil.
+// AppendElement implements kv.AppendElement.
 func AppendElement(dst []byte, v any) ([]byte, error) {
 	if out, ok := appendAny(dst, v); ok {
 		return out, nil
@@ -108,19 +79,19 @@ func appendAny(dst []byte, v any) ([]byte, bool) {
 	case nil:
 		return appendNil(dst), true
 	case string:
-		return appendString(dst, v), true
+		return AppendString(dst, v), true
 	case []byte:
 		return appendBytes(dst, v), true
 	case int:
-		return appendInt(dst, int64(v)), true
+		return AppendInt(dst, int64(v)), true
 	case int64:
-		return appendInt(dst, v), true
+		return AppendInt(dst, v), true
 	case int32:
-		return appendInt(dst, int64(v)), true
+		return AppendInt(dst, int64(v)), true
 	case int16:
-		return appendInt(dst, int64(v)), true
+		return AppendInt(dst, int64(v)), true
 	case int8:
-		return appendInt(dst, int64(v)), true
+		return AppendInt(dst, int64(v)), true
 	case uint:
 		return appendUint(dst, uint64(v)), true
 	case uint64:
@@ -204,7 +175,8 @@ func appendBytes(dst, b []byte) []byte {
 	}
 }
 
-func appendString(dst []byte, s string) []byte {
+// AppendString appends the encoding of s, as AppendElement does.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, codeString)
 	for {
 		i := strings.IndexByte(s, 0)
@@ -216,7 +188,8 @@ func appendString(dst []byte, s string) []byte {
 	}
 }
 
-func appendInt(dst []byte, v int64) []byte {
+// AppendInt appends the encoding of v, as AppendElement does.
+func AppendInt(dst []byte, v int64) []byte {
 	if v >= 0 {
 		return appendUint(dst, uint64(v))
 	}
@@ -273,14 +246,14 @@ func appendTime(dst []byte, t time.Time) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(t.Nanosecond()))
 }
 
-// appendKeyValue appends the tuple element encoding of v, a value of a
-// keyType.
-func appendKeyValue(dst []byte, v reflect.Value) []byte {
+// AppendValue appends the element encoding of v, a value of a type that
+// AppendElement supports, other than an interface: the core's key fields.
+func AppendValue(dst []byte, v reflect.Value) []byte {
 	switch v.Kind() {
 	case reflect.String:
-		return appendString(dst, v.String())
+		return AppendString(dst, v.String())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return appendInt(dst, v.Int())
+		return AppendInt(dst, v.Int())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return appendUint(dst, v.Uint())
 	case reflect.Float32, reflect.Float64:
@@ -293,23 +266,19 @@ func appendKeyValue(dst []byte, v reflect.Value) []byte {
 		if v.IsNil() {
 			return appendNil(dst)
 		}
-		return appendKeyValue(dst, v.Elem())
+		return AppendValue(dst, v.Elem())
 	case reflect.Struct:
 		if v.CanAddr() {
 			return appendTime(dst, *(*time.Time)(v.Addr().UnsafePointer()))
 		}
 		return appendTime(dst, v.Interface().(time.Time))
 	}
-	return appendNil(dst) // unreachable for a keyType
+	return appendNil(dst) // unreachable for a supported type
 }
 
-// DecodeTuple decodes a whole tuple encoding. Elements come back as nil,
-// []byte, string, int64 (uint64 for integers above math.MaxInt64),
-// float64, bool or time.Time in UTC, so a round trip preserves values up
-// to these types, time zones and monotonic clock readings. Any input that
-// EncodeTuple could not have produced gives ErrMalformedKey.
-func DecodeTuple(b []byte) (Tuple, error) {
-	t := Tuple{}
+// Decode implements kv.DecodeTuple.
+func Decode(b []byte) ([]any, error) {
+	t := []any{}
 	for off := 0; off < len(b); {
 		v, n, err := decodeAt(b, off)
 		if err != nil {
@@ -321,8 +290,7 @@ func DecodeTuple(b []byte) (Tuple, error) {
 	return t, nil
 }
 
-// DecodeElement decodes the first element of b, as DecodeTuple does, and
-// returns the bytes that follow it.
+// DecodeElement implements kv.DecodeElement.
 func DecodeElement(b []byte) (v any, rest []byte, err error) {
 	v, n, err := decodeAt(b, 0)
 	if err != nil {
@@ -331,14 +299,13 @@ func DecodeElement(b []byte) (v any, rest []byte, err error) {
 	return v, b[n:], nil
 }
 
-// ElementLen returns the length of the encoding of the first element of
-// b. It validates that element as DecodeElement does, without allocating.
+// ElementLen implements kv.ElementLen.
 func ElementLen(b []byte) (int, error) {
-	return elemLen(b, 0)
+	return ElementLenAt(b, 0)
 }
 
 func decodeAt(b []byte, off int) (any, int, error) {
-	n, err := elemLen(b, off)
+	n, err := ElementLenAt(b, off)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -372,9 +339,9 @@ func decodeAt(b []byte, off int) (any, int, error) {
 	return mag, n, nil
 }
 
-// elemLen returns the length of the element starting at b[off] after
-// checking that it is canonical.
-func elemLen(b []byte, off int) (int, error) {
+// ElementLenAt returns the length of the element starting at b[off] after
+// checking that it is canonical; an error gives offsets in b.
+func ElementLenAt(b []byte, off int) (int, error) {
 	if off >= len(b) {
 		return 0, malformed(off, "missing element")
 	}
@@ -489,12 +456,12 @@ func unescape(body []byte) []byte {
 	}
 }
 
-// decodeKeyInto decodes the tuple element at b[off:] into dst, a settable
-// value of a keyType, and returns the element's length. b is a read-only
+// DecodeValueAt decodes the tuple element at b[off:] into dst, a settable
+// value of a type AppendValue supports, and returns the element's length. b is a read-only
 // view of s: a string element without escapes is cut from s rather than
 // copied.
-func decodeKeyInto(s string, b []byte, off int, dst reflect.Value) (int, error) {
-	n, err := elemLen(b, off)
+func DecodeValueAt(s string, b []byte, off int, dst reflect.Value) (int, error) {
+	n, err := ElementLenAt(b, off)
 	if err != nil {
 		return 0, err
 	}
@@ -505,7 +472,7 @@ func decodeKeyInto(s string, b []byte, off int, dst reflect.Value) (int, error) 
 			return n, nil
 		}
 		p := reflect.New(dst.Type().Elem())
-		if _, err := decodeKeyInto(s, b, off, p.Elem()); err != nil {
+		if _, err := DecodeValueAt(s, b, off, p.Elem()); err != nil {
 			return 0, err
 		}
 		dst.Set(p)
@@ -567,14 +534,8 @@ func setKeyInt(dst reflect.Value, c byte, body []byte) bool {
 	return false
 }
 
-// CompareTuples compares two tuples in key order, returning -1, 0 or +1:
-// element by element, a tuple sorting before any longer tuple it is a
-// prefix of. Elements order first by type (nil, byte strings, strings,
-// integers, floats, booleans, times), then by value: integers of all Go
-// types by numeric value, floats as Go compares them (-0 equals +0) but
-// with every NaN equal and above +Inf, false before true, times
-// chronologically. It panics on an element of an unsupported type.
-func CompareTuples(a, b Tuple) int {
+// Compare implements kv.CompareTuples.
+func Compare(a, b []any) int {
 	for i := range min(len(a), len(b)) {
 		if c := compareElements(a[i], b[i]); c != 0 {
 			return c
@@ -662,13 +623,13 @@ func b2i(b bool) int {
 	return 0
 }
 
-// tupleEnd returns, in a new slice, the first key after every key that
+// End returns, in a new slice, the first key after every key that
 // extends the tuple encoded as k (k itself included): k+0xFF, as no element
 // encoding starts with 0xFF. It never writes into k's array, which may be
 // a prefix that goroutines share.
 // (Incrementing k's last byte would be wrong: the encoding of "a" is a byte
 // prefix of that of "a\x00", which is not an extension of "a".)
-func tupleEnd(k []byte) []byte { return appendTupleEnd(make([]byte, 0, len(k)+1), k) }
+func End(k []byte) []byte { return AppendEnd(make([]byte, 0, len(k)+1), k) }
 
-// appendTupleEnd appends tupleEnd(k) to dst, which must not overlap k.
-func appendTupleEnd(dst, k []byte) []byte { return append(append(dst, k...), 0xFF) }
+// AppendEnd appends End(k) to dst, which must not overlap k.
+func AppendEnd(dst, k []byte) []byte { return append(append(dst, k...), 0xFF) }

@@ -1,8 +1,7 @@
-package indextable
+package kv
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 )
 
@@ -50,23 +49,19 @@ func (o Op) IsWrite() bool { return o.Kind == OpPut || o.Kind == OpDelete }
 // atomically. Expectations are checked before any write, so an expectation
 // and a write may name the same key (compare-and-set); no key may be written
 // twice. A Batch does not copy keys or values: leave them unmodified until
-// Apply returns. A nil *Batch reads as an empty one.
+// Apply returns. The zero Batch is empty and ready to use, and a nil *Batch
+// reads as an empty one.
 type Batch struct {
 	ops []Op
 }
 
+// NewBatch returns a batch of ops, in order. The batch keeps ops, not a
+// copy: operations added later may use its spare capacity, and Ops returns
+// it.
+func NewBatch(ops ...Op) *Batch { return &Batch{ops: ops} }
+
 // Put adds a write of value under key.
 func (b *Batch) Put(key, value []byte) { b.ops = append(b.ops, Op{OpPut, key, value}) }
-
-// expectAsRead adds the expectation that key holds old, as read: absent
-// when old is nil.
-func (b *Batch) expectAsRead(key, old []byte) {
-	if old == nil {
-		b.ExpectAbsent(key)
-	} else {
-		b.ExpectValue(key, old)
-	}
-}
 
 // Delete adds the removal of key.
 func (b *Batch) Delete(key []byte) { b.ops = append(b.ops, Op{Kind: OpDelete, Key: key}) }
@@ -79,8 +74,11 @@ func (b *Batch) ExpectValue(key, value []byte) {
 // ExpectAbsent adds the condition that key is absent.
 func (b *Batch) ExpectAbsent(key []byte) { b.ops = append(b.ops, Op{Kind: OpExpectAbsent, Key: key}) }
 
+// Add adds ops, in order, whatever their kinds.
+func (b *Batch) Add(ops ...Op) { b.ops = append(b.ops, ops...) }
+
 // Ops returns the operations in the order they were added. The slice is the
-// batch's own; do not modify it.
+// batch's own: a change to an element changes the batch.
 func (b *Batch) Ops() []Op {
 	if b == nil {
 		return nil
@@ -139,75 +137,6 @@ func CheckBatch(b *Batch) error {
 		}
 		if dup {
 			return fmt.Errorf("%w: key %q written twice", ErrInvalidBatch, op.Key)
-		}
-	}
-	return nil
-}
-
-// deleteChunk is how many keys deleteRange and the builders handle in one
-// batch.
-const deleteChunk = 512
-
-// deleteRange deletes the keys in [start, end) in batches.
-func deleteRange(ctx context.Context, s Store, start, end []byte) error {
-	for {
-		var b Batch
-		for e, err := range s.Scan(ctx, ScanRange{Start: start, End: end, Limit: deleteChunk}) {
-			if err != nil {
-				return err
-			}
-			b.Delete(bytes.Clone(e.Key))
-		}
-		if b.Len() == 0 {
-			return nil
-		}
-		if err := applyInPieces(ctx, s, &b, nil); err != nil {
-			return err
-		}
-	}
-}
-
-// applyInPieces applies b in as few batches as the store's atomicity scope
-// allows, cutting it where it must. Only for writes without expectations
-// whose every subset leaves nothing a retry cannot finish: deletes of dead
-// entries, and index mutations that a pending change will apply again.
-// When before is set, it is called before each piece, and an error it
-// returns stops the pieces.
-func applyInPieces(ctx context.Context, s Store, b *Batch, before func() error) error {
-	if s.Atomicity().Allows(b) == nil || b.Len() <= 1 {
-		if before != nil {
-			if err := before(); err != nil {
-				return err
-			}
-		}
-		return s.Apply(ctx, b)
-	}
-	ops := b.Ops()
-	if part := s.Atomicity().Partition; part != nil {
-		// One piece per partition first (neighbouring keys may lie in
-		// different partitions, as on a ShardedStore), then halves.
-		var order []string
-		groups := map[string][]Op{}
-		for _, op := range ops {
-			p := string(part(op.Key))
-			if _, ok := groups[p]; !ok {
-				order = append(order, p)
-			}
-			groups[p] = append(groups[p], op)
-		}
-		if len(order) > 1 {
-			for _, p := range order {
-				if err := applyInPieces(ctx, s, &Batch{ops: groups[p]}, before); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-	half := len(ops) / 2
-	for _, part := range [][]Op{ops[:half], ops[half:]} {
-		if err := applyInPieces(ctx, s, &Batch{ops: part}, before); err != nil {
-			return err
 		}
 	}
 	return nil
