@@ -99,7 +99,7 @@ bench-compare:
 bench-results:
 	cd bench && $(GO) run ./cmd/benchtable -o results.md raw
 
-# Each fuzz target (the core's and the Azure key encoding's) for FUZZTIME.
+# Each fuzz target (the tuple codec's, the key layout's, the core's and the Azure key encoding's) for FUZZTIME.
 fuzz:
 	@for p in . ./kv ./internal/tuple ./azstore; do \
 		for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
