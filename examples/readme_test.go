@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,9 +14,41 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestReadmeQuickStartOutput runs the quick start (which the core's
-// TestReadmeQuickStart keeps identical to the README's) and checks that it
-// prints the output that the README shows after it.
+// TestReadmeQuickStart keeps the README's quick start identical to
+// examples/quickstart, which CI compiles and runs.
+func TestReadmeQuickStart(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("quickstart", "main.go"))
+	require.NoError(t, err)
+	blocks := readmeBlocks(t, "Quick start")
+	require.NotEmpty(t, blocks)
+	require.Equal(t, "go", blocks[0].info, "README has a Go block under Quick start")
+	require.Equal(t, string(example), blocks[0].body)
+}
+
+// TestReadmeSetUp keeps the two commands a new user runs first in the
+// README, right after the quick start and its output, and keeps CI running
+// them: the main example on the default store, and the test command.
+func TestReadmeSetUp(t *testing.T) {
+	ci, err := os.ReadFile(filepath.Join("..", ".ci", "run"))
+	require.NoError(t, err)
+	blocks := readmeBlocks(t, "Quick start")
+	require.GreaterOrEqual(t, len(blocks), 3, "the quick start, its output and a block of commands")
+	require.Equal(t, []string{"go", "text", ""}, []string{blocks[0].info, blocks[1].info, blocks[2].info},
+		"the quick start (go), its output (text), then the set-up commands (no language)")
+	var commands []string
+	for _, line := range strings.Split(strings.TrimSpace(blocks[2].body), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		commands = append(commands, strings.TrimSpace(cmd))
+	}
+	require.Equal(t, []string{"go run ./examples/customers", "make test"}, commands)
+	for _, cmd := range commands {
+		require.Regexp(t, "(?m)^"+regexp.QuoteMeta(cmd)+"( |$)", string(ci), ".ci/run runs %q", cmd)
+	}
+}
+
+// TestReadmeQuickStartOutput runs the quick start (which TestReadmeQuickStart
+// keeps identical to the README's) and checks that it prints the output
+// that the README shows after it.
 func TestReadmeQuickStartOutput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the quick start")
