@@ -65,22 +65,15 @@ type checking struct {
 // does not stop the others: its error is reported with them, and
 // returned.
 func check(ctx context.Context, in checking, w, progress io.Writer) error {
-	store, err := open(ctx, in.dirs, !in.repair)
+	store, tables, err := openTables(ctx, in.dirs, !in.repair, in.only)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	tables, err := indextable.ReadCatalog(ctx, store)
-	if err != nil {
-		return err
-	}
 	var out []checkReport
 	var errs []error
 	drift := false
 	for _, t := range tables {
-		if in.only != "" && t.Name != in.only {
-			continue
-		}
 		var bar progressBar
 		opts := indextable.VerifyOptions{}
 		if progress != nil {
@@ -103,9 +96,6 @@ func check(ctx context.Context, in checking, w, progress io.Writer) error {
 			errs = append(errs, wrapf(err, "table %s", t.Name))
 		}
 		out = append(out, c)
-	}
-	if in.only != "" && len(out) == 0 {
-		return fmt.Errorf("%s has no table %q", strings.Join(in.dirs, " "), in.only)
 	}
 	if in.asJSON {
 		if err := writeJSON(w, out); err != nil {

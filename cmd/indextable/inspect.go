@@ -78,20 +78,13 @@ type inspection struct {
 
 // inspect reads the store, read-only, and prints what in asks for to w.
 func inspect(ctx context.Context, in inspection, w io.Writer) error {
-	store, err := open(ctx, in.dirs, true)
+	store, tables, err := openTables(ctx, in.dirs, true, in.only)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	tables, err := indextable.ReadCatalog(ctx, store)
-	if err != nil {
-		return err
-	}
 	var out []tableReport
 	for _, t := range tables {
-		if in.only != "" && t.Name != in.only {
-			continue
-		}
 		r := tableReport{Name: t.Name}
 		for _, ix := range t.Indexes {
 			r.Indexes = append(r.Indexes, describe(ix))
@@ -102,9 +95,6 @@ func inspect(ctx context.Context, in inspection, w io.Writer) error {
 			}
 		}
 		out = append(out, r)
-	}
-	if in.only != "" && len(out) == 0 {
-		return fmt.Errorf("%s has no table %q", strings.Join(in.dirs, " "), in.only)
 	}
 	if in.asJSON {
 		return writeJSON(w, out)

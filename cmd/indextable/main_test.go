@@ -119,6 +119,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{[]string{"stats", filepath.Join(dir, "missing")}, "no such file"},
 		{[]string{"stats", "-table", "nope", dir}, `no table "nope"`},
+		{[]string{"verify", "-table", "nope", dir}, `no table "nope"`},
 	} {
 		out, errs, code := runCLI(t, tc.args...)
 		assert.Equal(t, exitError, code, "%q", tc.args)

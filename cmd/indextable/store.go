@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/kv"
@@ -15,6 +17,27 @@ import (
 // shard's index tables seem to drift, and a repair of it would corrupt the
 // store.
 var errShard = errors.New("not the whole sharded store")
+
+// openTables opens the store in dirs (see open) and reads its catalog: the
+// table named only, when only is not empty, else every table.
+func openTables(ctx context.Context, dirs []string, readOnly bool, only string) (kv.Store, []indextable.TableInfo, error) {
+	store, err := open(ctx, dirs, readOnly)
+	if err != nil {
+		return nil, nil, err
+	}
+	tables, err := indextable.ReadCatalog(ctx, store)
+	if err == nil && only != "" {
+		tables = slices.DeleteFunc(tables, func(t indextable.TableInfo) bool { return t.Name != only })
+		if len(tables) == 0 {
+			err = fmt.Errorf("%s has no table %q", strings.Join(dirs, " "), only)
+		}
+	}
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, tables, nil
+}
 
 // open opens the Pebble store in dirs, read-only if readOnly: one
 // directory of a store, or the directories of every shard of a
