@@ -110,20 +110,40 @@ func (t *Table[T]) applyHinted(ctx context.Context, b *kv.Batch) error {
 	if !t.hinted() {
 		return t.store.Apply(ctx, b)
 	}
+	return applyHintedBy(ctx, t.store, b, t.hintFor)
+}
+
+// hintFor returns the key of the hint of the change record at key, or nil
+// when key is not one of the table's change records or the table hints
+// none.
+func (t *Table[T]) hintFor(key []byte) []byte {
+	if !t.hinted() || !bytes.HasPrefix(key, t.queueSpace) {
+		return nil
+	}
+	return t.hintOf(key)
+}
+
+// applyHintedBy is applyHinted for a batch of any tables of store s:
+// hintFor returns the hint key of each change record b puts (nil for other
+// keys).
+func applyHintedBy(ctx context.Context, s kv.Store, b *kv.Batch, hintFor func(key []byte) []byte) error {
 	var hints kv.Batch
 	now := time.Now()
 	for _, op := range b.Ops() {
-		if op.Kind == kv.OpPut && bytes.HasPrefix(op.Key, t.queueSpace) {
-			hints.Put(t.hintOf(op.Key), encodeHint(now, setAside(op.Value)))
+		if op.Kind != kv.OpPut {
+			continue
+		}
+		if k := hintFor(op.Key); k != nil {
+			hints.Put(k, encodeHint(now, setAside(op.Value)))
 		}
 	}
 	if hints.Len() == 0 {
-		return t.store.Apply(ctx, b)
+		return s.Apply(ctx, b)
 	}
-	if err := applyInPieces(ctx, t.store, &hints, nil); err != nil {
+	if err := applyInPieces(ctx, s, &hints, nil); err != nil {
 		return fmt.Errorf("hint the changes: %w", err)
 	}
-	err := t.store.Apply(ctx, b)
+	err := s.Apply(ctx, b)
 	if err == nil && time.Since(now) > hintGrace/2 {
 		// A maintainer may take the hints for ones of a batch that failed:
 		// write them anew (best effort), so that its removal, conditional
@@ -132,13 +152,13 @@ func (t *Table[T]) applyHinted(ctx context.Context, b *kv.Batch) error {
 		for i, op := range hints.Ops() {
 			hints.Ops()[i].Value = encodeHint(now, op.Value[1]&1 != 0)
 		}
-		_ = applyInPieces(ctx, t.store, &hints, nil)
+		_ = applyInPieces(ctx, s, &hints, nil)
 	}
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidBatch) {
 		for i, op := range hints.Ops() {
 			hints.Ops()[i] = kv.Op{Kind: kv.OpDelete, Key: op.Key}
 		}
-		_ = applyInPieces(ctx, t.store, &hints, nil) // else the maintainers will
+		_ = applyInPieces(ctx, s, &hints, nil) // else the maintainers will
 	}
 	return err
 }

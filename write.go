@@ -175,20 +175,32 @@ func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o w
 	}
 	w := t.newWriteBuffers()
 	defer t.freeWriteBuffers(w)
-	factKey, fact, stored, err := t.encodeRecord(w, rec)
+	factKey, fact, entries, err := t.encodeWrite(view, w, rec)
 	if err != nil {
-		return 0, err
-	}
-	pk := factKey[len(t.factSpace):]
-	entries, err := entries(view.sync, stored, pk, fact[binary.MaxVarintLen64:], t.codec)
-	if err != nil {
-		return 0, fmt.Errorf("table %q: %w", t.name, err)
-	}
-	entries = view.putting(entries)
-	if err := t.checkLimits(view, stored, pk, fact, entries); err != nil {
 		return 0, err
 	}
 	return t.write(ctx, view, kind, factKey, fact, entries, o, &w.ops)
+}
+
+// encodeWrite encodes rec in w's buffers for a write planned against
+// view, and checks it against the store's limits. It returns its fact key,
+// its fact (see encodeRecord) and its entries in view's synchronous
+// indexes, those of delete-only indexes left out.
+func (t *Table[T]) encodeWrite(view *indexView, w *writeBuffers[T], rec T) (factKey, fact []byte, es []entry, err error) {
+	factKey, fact, stored, err := t.encodeRecord(w, rec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pk := factKey[len(t.factSpace):]
+	es, err = entries(view.sync, stored, pk, fact[binary.MaxVarintLen64:], t.codec)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("table %q: %w", t.name, err)
+	}
+	es = view.putting(es)
+	if err := t.checkLimits(view, stored, pk, fact, es); err != nil {
+		return nil, nil, nil, err
+	}
+	return factKey, fact, es, nil
 }
 
 // encodeRecord encodes rec in w's buffers. It returns its fact key, its
@@ -316,6 +328,12 @@ func (t *Table[T]) readCurrent(ctx context.Context, view *indexView, a *writeAtt
 	if err != nil {
 		return err
 	}
+	return t.asRead(view, a, value)
+}
+
+// asRead sets in a the record it replaces, read as value: its version,
+// and its entries in view's synchronous indexes.
+func (t *Table[T]) asRead(view *indexView, a *writeAttempt, value []byte) error {
 	version, payload, err := decodeFact(value)
 	if err != nil {
 		return fmt.Errorf("table %q: record %v: %w", t.name, decodeForError(a.pk), err)
@@ -353,13 +371,7 @@ func (t *Table[T]) checkCurrent(kind writeKind, o writeOptions, a *writeAttempt)
 // entries as read into newEntries. When that does not fit the store's
 // atomicity scope, the fallback rule makes another batch of it.
 func (t *Table[T]) planBatch(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry) error {
-	scope := byte(0)
-	if view.queueing {
-		scope = scopeEventual
-	}
-	t.startBatch(a, scope)
-	a.queued = scope != 0
-	if err := planEntries(ctx, t.store, a.b, a.oldEntries, newEntries); err != nil {
+	if err := t.planRecord(ctx, view, a, newEntries, t.store); err != nil {
 		return err
 	}
 	atom := t.store.Atomicity()
@@ -376,12 +388,33 @@ func (t *Table[T]) planBatch(ctx context.Context, view *indexView, a *writeAttem
 	return nil
 }
 
+// planRecord fills a's batch with the record's change, whole: its guard
+// and write, its change record when view queues changes, and the index
+// changes that turn its entries as read into newEntries, reading unique
+// keys from s. A transaction plans each of its records so.
+func (t *Table[T]) planRecord(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry, s entryGetter) error {
+	scope := byte(0)
+	if view.queueing {
+		scope = scopeEventual
+	}
+	t.startBatch(a, scope)
+	a.queued = scope != 0
+	return planEntries(ctx, s, a.b, a.oldEntries, newEntries)
+}
+
 // noteWrite counts a's committed write and, when it queued a change, wakes
 // the table's maintainer.
 func (t *Table[T]) noteWrite(view *indexView, a *writeAttempt) {
+	t.noteOps(view, a.b.Ops(), a.exists, a.queued)
+}
+
+// noteOps counts a committed record write, whose operations were ops, of
+// a record that existed or not, and wakes the maintainer if it queued a
+// change.
+func (t *Table[T]) noteOps(view *indexView, ops []kv.Op, existed, queued bool) {
 	t.writes.Add(1)
-	view.noteMutations(a.b.Ops(), a.exists)
-	if a.queued {
+	view.noteMutations(ops, existed)
+	if queued {
 		select {
 		case t.wake <- struct{}{}:
 		default:
@@ -412,11 +445,18 @@ func (t *Table[T]) startBatch(a *writeAttempt, scope byte) {
 	}
 }
 
+// entryGetter reads the unique keys a write checks: the store, or a
+// transaction's view of it (see txGetter).
+type entryGetter interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+}
+
 // planEntries adds to b the index changes that turn the entries in old
 // into those in new: deletes for entries that went, puts for entries that
 // came or changed. A unique entry that comes is checked against the store
-// and guarded by an expectation that it is still absent when b applies.
-func planEntries(ctx context.Context, s kv.Store, b *kv.Batch, old, new []entry) error {
+// (as s reads it) and guarded by an expectation that it is still absent
+// when b applies.
+func planEntries(ctx context.Context, s entryGetter, b *kv.Batch, old, new []entry) error {
 	gone := func(o entry) error {
 		if !o.ix.unique || o.ix.state == IndexReadable {
 			b.Delete(o.key)
@@ -458,7 +498,7 @@ func planEntries(ctx context.Context, s kv.Store, b *kv.Batch, old, new []entry)
 // guardUnique adds to b the expectation that keeps the key of unique entry
 // e free, or held by e's own record, until b applies; or returns the
 // violation when another record holds it.
-func guardUnique(ctx context.Context, s kv.Store, b *kv.Batch, e entry) error {
+func guardUnique(ctx context.Context, s entryGetter, b *kv.Batch, e entry) error {
 	held, err := s.Get(ctx, e.key)
 	switch {
 	case errors.Is(err, ErrNotFound):

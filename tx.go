@@ -1,0 +1,735 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/indextable/indextable/kv"
+)
+
+// ErrTxDone reports a call on a transaction that has committed, or tried
+// to: a Tx is used once.
+var ErrTxDone = errors.New("indextable: transaction done")
+
+// Tx is a transaction over one store: writes to records of any of its
+// tables (Table.In), committed together by Commit as one Store.Apply, all
+// or nothing, or not at all. It is optimistic: nothing is written or
+// locked before Commit, and the commit expects every record the
+// transaction read or wrote to be as it read it (absent ones still
+// absent); when one changed meanwhile it fails with ErrConflict, and the
+// caller runs the transaction again (Transact does so). Reads see the
+// transaction's own writes.
+//
+// Each record's write follows the rules of a single write: its entries in
+// synchronous indexes change in the commit's batch, eventual indexes get
+// its change through the queue, and its unique keys are checked against
+// the store and guarded by expectations. The fallback rule does not
+// apply: a transaction whose batch the store cannot make atomic (see
+// kv.Atomicity) is refused whole with ErrInvalidBatch, never split. A Tx
+// is safe for concurrent use; after Commit, whatever it returned, every
+// call returns ErrTxDone. See Transactions in the package documentation.
+type Tx struct {
+	mu      sync.Mutex
+	store   kv.Store
+	tables  []*txTable  // in name order, the order their drain locks are taken
+	records []*txRecord // in the order first read or written
+	byKey   map[string]*txRecord
+	done    bool
+}
+
+// NewTx returns a new transaction over store.
+func NewTx(store kv.Store) *Tx { return &Tx{store: store} }
+
+// txTable is a table of a transaction, and the view that the writes of its
+// records plan against, taken at the table's first write.
+type txTable struct {
+	t    txTableOps
+	view *indexView // nil: the transaction writes none of its records
+}
+
+// txTableOps is what a transaction needs of a Table, whatever its record
+// type.
+type txTableOps interface {
+	Name() string
+	txStore() kv.Store
+	view(ctx context.Context, write bool) (*indexView, error)
+	drainLock() *sync.RWMutex
+	planRecord(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry, s entryGetter) error
+	hintFor(key []byte) []byte
+	noteOps(view *indexView, ops []kv.Op, existed, queued bool)
+	schemaMoved(ctx context.Context, view *indexView) bool
+}
+
+// txRecord is a record that a transaction read or wrote. a holds it as
+// read from the store (oldValue and exists; oldVersion and oldEntries
+// once written) and, once written, as the transaction leaves it: fact (nil
+// for a delete) and version, with entries.
+type txRecord struct {
+	tbl     *txTable
+	a       writeAttempt
+	entries []entry // once written: its entries in the view's synchronous indexes
+	written bool
+	known   bool   // a's version and entries as read are set
+	ops     [2]int // its operations among those the commit planned
+}
+
+// current returns the record as the transaction has it: its fact value's
+// payload and version, or false when it is absent.
+func (r *txRecord) current() (payload []byte, v Version, ok bool, err error) {
+	switch {
+	case r.written && r.a.fact == nil, !r.written && !r.a.exists:
+		return nil, 0, false, nil
+	case r.written:
+		return r.a.fact[binary.MaxVarintLen64:], r.a.version, true, nil
+	}
+	v, payload, err = decodeFact(r.a.oldValue)
+	return payload, v, err == nil, err
+}
+
+// netWrite reports whether the record's commit writes it: it was written,
+// and not only inserted and deleted again.
+func (r *txRecord) netWrite() bool { return r.written && (r.a.exists || r.a.fact != nil) }
+
+// TableTx is a Table in a transaction (see Table.In): its reads and
+// writes are those of the table, made in the transaction.
+type TableTx[T any] struct {
+	tx *Tx
+	t  *Table[T]
+}
+
+// In returns the table in transaction tx. A table of another store than
+// tx's (one that is not == to it), or a second handle of a table that tx
+// holds, is refused with ErrInvalidArgument by the calls of what In
+// returns.
+func (t *Table[T]) In(tx *Tx) TableTx[T] { return TableTx[T]{tx: tx, t: t} }
+
+// Get returns the record with primary key pk as the transaction has it:
+// as written by it, else as read from the store, which the commit expects
+// to be unchanged. It returns an error wrapping ErrNotFound if there is
+// none; the commit then expects it still absent.
+func (tt TableTx[T]) Get(ctx context.Context, pk ...any) (T, error) {
+	rec, _, err := tt.GetVersioned(ctx, pk...)
+	return rec, err
+}
+
+// GetVersioned is Get that also returns the record's version.
+func (tt TableTx[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, error) {
+	var rec T
+	tbl, err := tt.enter(ctx)
+	if err != nil {
+		return rec, 0, err
+	}
+	defer tt.tx.mu.Unlock()
+	t := tt.t
+	pk = primaryKeyValues(pk)
+	key, err := t.factKeyOf(nil, pk)
+	if err != nil {
+		return rec, 0, err
+	}
+	r, err := tt.record(ctx, tbl, key)
+	if err != nil {
+		return rec, 0, err
+	}
+	payload, v, ok, err := r.current()
+	switch {
+	case err == nil && !ok:
+		return rec, 0, fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, Tuple(pk))
+	case err == nil && r.written:
+		err = t.decodeKept(payload, &rec) // the transaction's own buffer
+	case err == nil:
+		err = t.decodeStored(payload, &rec)
+	}
+	if err != nil {
+		return rec, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, Tuple(pk), err)
+	}
+	return rec, v, nil
+}
+
+// Insert adds rec in the transaction, as Table.Insert does: its primary
+// key must be free (as the transaction has it), else ErrExists. It
+// returns the version the record has once the transaction commits.
+func (tt TableTx[T]) Insert(ctx context.Context, rec T) (Version, error) {
+	return tt.write(ctx, writeInsert, rec, nil)
+}
+
+// Upsert adds rec or replaces the record with its primary key in the
+// transaction, as Table.Upsert does, and returns its version once the
+// transaction commits.
+func (tt TableTx[T]) Upsert(ctx context.Context, rec T) (Version, error) {
+	return tt.write(ctx, writeUpsert, rec, nil)
+}
+
+// Update replaces the record with rec's primary key in the transaction,
+// as Table.Update does (ErrNotFound if the transaction has none; with
+// IfVersion, ErrConflict unless it has that version), and returns its
+// version once the transaction commits.
+func (tt TableTx[T]) Update(ctx context.Context, rec T, opts ...WriteOption) (Version, error) {
+	return tt.write(ctx, writeUpdate, rec, opts)
+}
+
+// Delete removes the record with primary key pk in the transaction, as
+// Table.Delete does: pk's values, then any WriteOptions.
+func (tt TableTx[T]) Delete(ctx context.Context, pk ...any) error {
+	pk, opts, err := splitWriteOptions(pk)
+	var o writeOptions
+	if err == nil {
+		o, err = parseWriteOptions(opts)
+	}
+	if err != nil {
+		return err
+	}
+	tbl, err := tt.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer tt.tx.mu.Unlock()
+	key, err := tt.t.factKeyOf(nil, primaryKeyValues(pk))
+	if err == nil {
+		_, err = tt.change(ctx, tbl, writeDelete, key, nil, nil, o)
+	}
+	return err
+}
+
+// write makes a write of kind of rec in the transaction.
+func (tt TableTx[T]) write(ctx context.Context, kind writeKind, rec T, opts []WriteOption) (Version, error) {
+	o, err := parseWriteOptions(opts)
+	if err != nil {
+		return 0, err
+	}
+	tbl, err := tt.enter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tt.tx.mu.Unlock()
+	view, err := tbl.writeView(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// The buffers stay the record's until the transaction is dropped.
+	factKey, fact, es, err := tt.t.encodeWrite(view, new(writeBuffers[T]), rec)
+	if err != nil {
+		return 0, err
+	}
+	return tt.change(ctx, tbl, kind, factKey, fact, es, o)
+}
+
+// change makes the write of kind of the record at factKey in the
+// transaction, checked against the record as the transaction has it: fact
+// and entries es (nil for a delete) replace it at the commit.
+func (tt TableTx[T]) change(ctx context.Context, tbl *txTable, kind writeKind, factKey, fact []byte, es []entry, o writeOptions) (Version, error) {
+	view, err := tbl.writeView(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r, err := tt.record(ctx, tbl, factKey)
+	if err != nil {
+		return 0, err
+	}
+	if !r.known {
+		if r.a.exists {
+			if err := tt.t.asRead(view, &r.a, r.a.oldValue); err != nil {
+				return 0, err
+			}
+		}
+		r.known = true
+	}
+	now := writeAttempt{factKey: r.a.factKey, pk: r.a.pk, fact: fact, exists: r.a.exists, oldVersion: r.a.oldVersion}
+	if r.written {
+		now.exists, now.oldVersion = r.a.fact != nil, r.a.version
+	}
+	if err := tt.t.checkCurrent(kind, o, &now); err != nil {
+		return 0, err
+	}
+	r.a.fact, r.a.version, r.entries, r.written = fact, now.version, es, true
+	return now.version, nil
+}
+
+// record returns the transaction's record at factKey of tbl, reading it
+// from the store the first time.
+func (tt TableTx[T]) record(ctx context.Context, tbl *txTable, factKey []byte) (*txRecord, error) {
+	tx := tt.tx
+	if r := tx.lookup(factKey); r != nil {
+		return r, nil
+	}
+	value, err := tt.t.store.Get(ctx, factKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		value = nil
+	case err != nil:
+		return nil, fmt.Errorf("table %q: %w", tt.t.name, err)
+	}
+	r := &txRecord{tbl: tbl, a: writeAttempt{factKey: factKey, pk: factKey[len(tt.t.factSpace):], oldValue: value, exists: value != nil}}
+	tx.add(r)
+	return r, nil
+}
+
+// txIndexAt is how many records a transaction looks through before it
+// indexes them by key.
+const txIndexAt = 16
+
+func (tx *Tx) lookup(key []byte) *txRecord {
+	if tx.byKey != nil {
+		return tx.byKey[string(key)]
+	}
+	for _, r := range tx.records {
+		if bytes.Equal(r.a.factKey, key) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (tx *Tx) add(r *txRecord) {
+	tx.records = append(tx.records, r)
+	switch {
+	case tx.byKey != nil:
+		tx.byKey[string(r.a.factKey)] = r
+	case len(tx.records) > txIndexAt:
+		tx.byKey = make(map[string]*txRecord, 2*len(tx.records))
+		for _, r := range tx.records {
+			tx.byKey[string(r.a.factKey)] = r
+		}
+	}
+}
+
+// enter locks the transaction for a call of ctx on the table, and returns
+// the table as the transaction holds it; the caller unlocks the
+// transaction. It refuses a nil context, transaction or table, a
+// transaction that is done, and a table of another store or one that the
+// transaction holds through another handle.
+func (tt TableTx[T]) enter(ctx context.Context) (*txTable, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if tt.tx == nil || tt.t == nil {
+		return nil, fmt.Errorf("%w: nil transaction or table", ErrInvalidArgument)
+	}
+	tt.tx.mu.Lock()
+	tbl, err := tt.tx.join(tt.t)
+	if err != nil {
+		tt.tx.mu.Unlock()
+		return nil, err
+	}
+	return tbl, nil
+}
+
+// join returns t as the transaction holds it, adding it the first time.
+func (tx *Tx) join(t txTableOps) (*txTable, error) {
+	if tx.done {
+		return nil, fmt.Errorf("%w: table %q", ErrTxDone, t.Name())
+	}
+	at := len(tx.tables)
+	for i, tbl := range tx.tables {
+		switch {
+		case tbl.t == t:
+			return tbl, nil
+		case tbl.t.Name() == t.Name():
+			return nil, fmt.Errorf("%w: table %q is in the transaction through another handle", ErrInvalidArgument, t.Name())
+		case tbl.t.Name() > t.Name() && at == len(tx.tables):
+			at = i
+		}
+	}
+	if tx.store == nil {
+		return nil, fmt.Errorf("%w: the transaction has no store", ErrInvalidArgument)
+	}
+	if !sameStore(t.txStore(), tx.store) {
+		return nil, fmt.Errorf("%w: table %q is over another store than the transaction", ErrInvalidArgument, t.Name())
+	}
+	tbl := &txTable{t: t}
+	tx.tables = append(tx.tables, nil)
+	copy(tx.tables[at+1:], tx.tables[at:])
+	tx.tables[at] = tbl
+	return tbl, nil
+}
+
+// sameStore reports whether a and b are one store. Stores of a type that
+// is not comparable (a struct with a func field, say) cannot be told apart:
+// those of one type are taken to be one.
+func sameStore(a, b kv.Store) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Type() != vb.Type() {
+		return false
+	}
+	return !va.Comparable() || va.Equal(vb)
+}
+
+// writeView returns the view the writes of tbl's records plan against.
+func (tbl *txTable) writeView(ctx context.Context) (*indexView, error) {
+	if tbl.view == nil {
+		v, err := tbl.t.view(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		tbl.view = v
+	}
+	return tbl.view, nil
+}
+
+func (t *Table[T]) txStore() kv.Store        { return t.store }
+func (t *Table[T]) drainLock() *sync.RWMutex { return &t.indexes.drain }
+
+// schemaMoved reports whether the table's schema version is no longer
+// view's, after a commit that conflicted; it then reads the catalog, so
+// that the transaction's next run plans against the new view.
+func (t *Table[T]) schemaMoved(ctx context.Context, view *indexView) bool {
+	if !t.versioned {
+		return false
+	}
+	now, err := t.readVersion(ctx)
+	if err != nil || bytes.Equal(now, view.version) {
+		return false
+	}
+	_ = t.refreshView(ctx) // else the lease renews it
+	return true
+}
+
+// Commit applies the transaction's writes, and checks its reads, in one
+// batch, all or nothing. It returns an error wrapping ErrConflict when a
+// record it read or wrote changed since (or a unique key it takes was
+// taken, or the table's indexes changed): nothing was applied, and the
+// transaction may run again; ErrUniqueViolation when its records take a
+// unique key that another record holds, or that two of them take; and
+// ErrInvalidBatch, saying why, when the store cannot apply the batch
+// atomically (see kv.Atomicity). A store's error, or ctx's, may leave the
+// transaction applied or not, all or nothing, as with a single write.
+// Afterwards the transaction is done: a second Commit returns ErrTxDone.
+func (tx *Tx) Commit(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
+	if tx == nil {
+		return fmt.Errorf("%w: nil transaction", ErrInvalidArgument)
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	switch {
+	case tx.done:
+		return fmt.Errorf("%w: Commit called again", ErrTxDone)
+	case tx.store == nil:
+		return fmt.Errorf("%w: the transaction has no store", ErrInvalidArgument)
+	}
+	tx.done = true
+	if len(tx.records) == 0 {
+		return nil
+	}
+	defer tx.lockTables()()
+	if err := tx.checkViews(ctx); err != nil {
+		return err
+	}
+	b, planned, err := tx.plan(ctx)
+	if err != nil {
+		return err
+	}
+	if err := tx.store.Atomicity().Allows(b); err != nil {
+		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %d records, which is never split", len(tx.records))
+	}
+	if err := applyHintedBy(ctx, tx.store, b, tx.hintFor); err != nil {
+		return tx.failed(ctx, err)
+	}
+	for _, r := range tx.records {
+		if r.netWrite() {
+			r.tbl.t.noteOps(r.tbl.view, planned[r.ops[0]:r.ops[1]], r.a.exists, r.a.queued)
+		}
+	}
+	return nil
+}
+
+// lockTables holds the drain lock of each table the transaction writes,
+// shared, in name order, and returns the function that releases them.
+func (tx *Tx) lockTables() func() {
+	for _, tbl := range tx.tables {
+		if tbl.view != nil {
+			tbl.t.drainLock().RLock()
+		}
+	}
+	return func() {
+		for _, tbl := range tx.tables {
+			if tbl.view != nil {
+				tbl.t.drainLock().RUnlock()
+			}
+		}
+	}
+}
+
+// checkViews returns an error wrapping ErrConflict when the view of a
+// table the transaction writes is no longer the one its writes planned
+// against: its indexes changed.
+func (tx *Tx) checkViews(ctx context.Context) error {
+	for _, tbl := range tx.tables {
+		if tbl.view == nil {
+			continue
+		}
+		v, err := tbl.t.view(ctx, true)
+		if err != nil {
+			return err
+		}
+		if v != tbl.view {
+			return fmt.Errorf("%w: table %q: its indexes changed during the transaction", ErrConflict, tbl.t.Name())
+		}
+	}
+	return nil
+}
+
+// failed returns the error of a commit whose batch failed with err.
+func (tx *Tx) failed(ctx context.Context, err error) error {
+	if errors.Is(err, ErrConflict) {
+		for _, tbl := range tx.tables {
+			if tbl.view != nil && tbl.t.schemaMoved(ctx, tbl.view) {
+				return fmt.Errorf("%w: table %q: its schema changed during the transaction", ErrConflict, tbl.t.Name())
+			}
+		}
+	}
+	return fmt.Errorf("commit: %w", err)
+}
+
+// hintFor returns the hint key of the change record at key, of whichever
+// table of the transaction queued it.
+func (tx *Tx) hintFor(key []byte) []byte {
+	for _, tbl := range tx.tables {
+		if k := tbl.t.hintFor(key); k != nil {
+			return k
+		}
+	}
+	return nil
+}
+
+// plan returns the commit's batch: each record written, planned as a
+// single write plans it (planRecord), and the expectation that each record
+// only read is as read, merged (mergeOps) so that no key is written twice.
+// It also returns the operations each record planned, at its ops.
+func (tx *Tx) plan(ctx context.Context) (*kv.Batch, []kv.Op, error) {
+	g, err := tx.uniqueKeys()
+	if err != nil {
+		return nil, nil, err
+	}
+	var planned []kv.Op
+	var scratch kv.Batch
+	for _, r := range tx.records {
+		start := len(planned)
+		if !r.netWrite() {
+			if r.a.exists {
+				planned = append(planned, kv.Op{Kind: kv.OpExpectValue, Key: r.a.factKey, Value: r.a.oldValue})
+			} else {
+				planned = append(planned, kv.Op{Kind: kv.OpExpectAbsent, Key: r.a.factKey})
+			}
+			r.ops = [2]int{start, len(planned)}
+			continue
+		}
+		var s entryGetter = tx.store
+		if g != nil {
+			g.plans(r)
+			s = g
+		}
+		r.a.b, r.a.schema = &scratch, r.tbl.view.version
+		if err := r.tbl.t.planRecord(ctx, r.tbl.view, &r.a, r.entries, s); err != nil {
+			return nil, nil, fmt.Errorf("table %q: %w", r.tbl.t.Name(), err)
+		}
+		for _, op := range scratch.Ops() {
+			if op.IsWrite() || g == nil || !g.covers(op.Key) {
+				planned = append(planned, op)
+			}
+		}
+		r.a.b = nil
+		r.ops = [2]int{start, len(planned)}
+	}
+	merged, err := mergeOps(planned)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kv.NewBatch(merged...), planned, nil
+}
+
+// mergeScan is how many operations mergeOps compares pairwise before it
+// indexes them by key.
+const mergeScan = 32
+
+// mergeOps returns ops, the operations the records of a transaction
+// planned, as one batch's: an expectation that another record planned
+// too goes once, and of two writes of one key (a unique key one record
+// frees and another takes) the put stays. Two puts of one key are refused.
+func mergeOps(ops []kv.Op) ([]kv.Op, error) {
+	out := make([]kv.Op, 0, len(ops))
+	var at map[string][]int // ops on each key, by index in out, when there are many
+	if len(ops) > mergeScan {
+		at = make(map[string][]int, len(ops))
+	}
+	for _, op := range ops {
+		i := mergesWith(out, at, op)
+		switch {
+		case i < 0:
+			if at != nil {
+				at[string(op.Key)] = append(at[string(op.Key)], len(out))
+			}
+			out = append(out, op)
+		case !op.IsWrite(): // the same expectation
+		case out[i].Kind == kv.OpDelete:
+			out[i] = op
+		case op.Kind != kv.OpDelete:
+			return nil, fmt.Errorf("%w: key %q is written by two records of the transaction", ErrInvalidBatch, op.Key)
+		}
+	}
+	return out, nil
+}
+
+// mergesWith returns the index in out of the operation that op merges
+// with (a write of its key, for a write; the same expectation, for an
+// expectation), or -1. at, if not nil, indexes out by key.
+func mergesWith(out []kv.Op, at map[string][]int, op kv.Op) int {
+	same := func(o kv.Op) bool {
+		if op.IsWrite() {
+			return o.IsWrite()
+		}
+		return o.Kind == op.Kind && bytes.Equal(o.Value, op.Value)
+	}
+	if at != nil {
+		for _, i := range at[string(op.Key)] {
+			if same(out[i]) {
+				return i
+			}
+		}
+		return -1
+	}
+	for i, o := range out {
+		if bytes.Equal(o.Key, op.Key) && same(o) {
+			return i
+		}
+	}
+	return -1
+}
+
+// txEntry is a unique entry of a record of a transaction.
+type txEntry struct {
+	r *txRecord
+	e entry
+}
+
+// txGetter reads unique keys for the plan of one record of a transaction
+// (the planner) as the transaction leaves them: a key that another of its
+// records takes reads as that record's entry, and one that another frees,
+// and holds as read, as absent. The planner's expectations of those keys,
+// which hold of the transaction's state and not of the store's, are
+// dropped (covers): the records that take or free them guard them.
+type txGetter struct {
+	store        kv.Store
+	taken, freed map[string]txEntry
+	planner      *txRecord
+	covered      [][]byte
+}
+
+// uniqueKeys returns the getter of the transaction's unique keys, or nil
+// when its records have none, after checking that no two of its records
+// take one key.
+func (tx *Tx) uniqueKeys() (*txGetter, error) {
+	var g *txGetter
+	for _, r := range tx.records {
+		if !r.netWrite() {
+			continue
+		}
+		for _, e := range r.entries {
+			if !e.ix.unique {
+				continue
+			}
+			if g == nil {
+				g = &txGetter{store: tx.store, taken: map[string]txEntry{}, freed: map[string]txEntry{}}
+			}
+			if q, ok := g.taken[string(e.key)]; ok {
+				k, _ := decodeTuple(e.key[len(e.ix.prefix):])
+				return nil, fmt.Errorf("%w: table %q, index %q: records %v and %v of the transaction both take key %v",
+					ErrUniqueViolation, r.tbl.t.Name(), e.ix.name, decodeForError(q.r.a.pk), decodeForError(r.a.pk), k)
+			}
+			g.taken[string(e.key)] = txEntry{r, e}
+		}
+	}
+	if g == nil {
+		return nil, nil
+	}
+	for _, r := range tx.records {
+		if !r.netWrite() {
+			continue
+		}
+		for _, e := range r.a.oldEntries {
+			if e.ix.unique && findEntry(r.entries, e.key) < 0 {
+				g.freed[string(e.key)] = txEntry{r, e}
+			}
+		}
+	}
+	return g, nil
+}
+
+// plans starts the plan of record r.
+func (g *txGetter) plans(r *txRecord) {
+	g.planner, g.covered = r, g.covered[:0]
+}
+
+// Get reads key for the planner.
+func (g *txGetter) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if t, ok := g.taken[string(key)]; ok && t.r != g.planner {
+		g.covered = append(g.covered, key)
+		return t.e.value, nil
+	}
+	v, err := g.store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := g.freed[string(key)]; ok && f.r != g.planner && sameOwner(f.e.ix, key, v, f.e.value) {
+		g.covered = append(g.covered, key)
+		return nil, fmt.Errorf("%w: key %q: the transaction frees it", ErrNotFound, key)
+	}
+	return v, nil
+}
+
+// covers reports whether the planner read key as the transaction leaves
+// it.
+func (g *txGetter) covers(key []byte) bool { return containsKey(g.covered, key) }
+
+// Transact runs fn in a new transaction over store and commits it, when fn
+// returns nil; when fn or the commit fails with an error wrapping
+// ErrConflict (a record changed meanwhile), it runs fn again in a new
+// transaction, after a short random pause that grows, up to 16 times in
+// all. fn must not commit the transaction, and should have no effects
+// other than its writes in it: it may run several times. Any other error
+// of fn or of the commit is returned as it is, and ends the runs.
+func Transact(ctx context.Context, store kv.Store, fn func(tx *Tx) error) error {
+	if err := checkArguments(ctx, store); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("%w: nil transaction function", ErrInvalidArgument)
+	}
+	pause := txFirstPause
+	for attempt := 1; ; attempt++ {
+		tx := NewTx(store)
+		err := fn(tx)
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if attempt == txAttempts {
+			return fmt.Errorf("the transaction conflicted %d times, the last: %w", attempt, err)
+		}
+		timer := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("%w (after a conflict: %v)", ctx.Err(), err)
+		case <-timer.C:
+		}
+		pause = min(2*pause, txMaxPause)
+	}
+}
+
+// Transact's retries.
+const (
+	txAttempts   = 16
+	txFirstPause = time.Millisecond
+	txMaxPause   = 100 * time.Millisecond
+)

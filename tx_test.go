@@ -1,0 +1,586 @@
+package indextable_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/kv"
+	"github.com/indextable/indextable/storetest"
+)
+
+// batchLog is a memory store that keeps every batch it applies.
+type batchLog struct {
+	*it.MemoryStore
+	batches [][]kv.Op
+}
+
+func (s *batchLog) Apply(ctx context.Context, b *kv.Batch) error {
+	s.batches = append(s.batches, append([]kv.Op(nil), b.Ops()...))
+	return s.MemoryStore.Apply(ctx, b)
+}
+
+// last returns the last batch applied.
+func (s *batchLog) last(t *testing.T) []kv.Op {
+	t.Helper()
+	require.NotEmpty(t, s.batches)
+	return s.batches[len(s.batches)-1]
+}
+
+// requireOnePerKey requires that ops write no key twice, and counts the
+// writes of each key space's prefix (the fact key, the entries) by kind.
+func requireOnePerKey(t *testing.T, ops []kv.Op) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if !op.IsWrite() {
+			continue
+		}
+		require.False(t, seen[string(op.Key)], "key %q written twice", op.Key)
+		seen[string(op.Key)] = true
+	}
+}
+
+// emailHolders returns who holds each email of tbl, by the unique index.
+func emailHolders(t *testing.T, tbl *it.Table[person], list ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, e := range list {
+		for p, err := range tbl.Find(context.Background(), it.Query{Index: "email", Eq: it.Tuple{e}}) {
+			require.NoError(t, err)
+			out[e] = p.ID
+		}
+	}
+	return out
+}
+
+func TestTxReadYourWrites(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	people := openPeople(t, s)
+	_, err := people.Insert(ctx, person{ID: 1, Name: "Ann", Town: "R"})
+	require.NoError(t, err)
+
+	tx := it.NewTx(s)
+	p := people.In(tx)
+	got, v1, err := p.GetVersioned(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, "Ann", got.Name)
+	_, err = p.Get(ctx, 2)
+	require.ErrorIs(t, err, it.ErrNotFound)
+
+	v2, err := p.Insert(ctx, person{ID: 2, Name: "Bob", Town: "S"})
+	require.NoError(t, err)
+	got, v, err := p.GetVersioned(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, person{ID: 2, Name: "Bob", Town: "S"}, got)
+	require.Equal(t, v2, v)
+	require.NoError(t, p.Delete(ctx, 1))
+	_, err = p.Get(ctx, it.Tuple{1})
+	require.ErrorIs(t, err, it.ErrNotFound)
+
+	// Nothing is written before the commit.
+	_, err = people.Get(ctx, 2)
+	require.ErrorIs(t, err, it.ErrNotFound)
+	_, still, err := people.GetVersioned(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, v1, still)
+
+	require.NoError(t, tx.Commit(ctx))
+	_, v, err = people.GetVersioned(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, v2, v, "the version the write returned")
+	_, err = people.Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrNotFound)
+	require.Len(t, collect(t, people, it.Query{Index: "town", Eq: it.Tuple{"S"}}), 1)
+	requireClean(t, people)
+}
+
+// TestTxRecordWrittenTwice: the second write of a record plans against
+// the first, and the commit makes one net change of it.
+func TestTxRecordWrittenTwice(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		before  *person // the record before the transaction
+		writes  func(p it.TableTx[person]) error
+		after   *person
+		version func(before it.Version) bool // of the record after, given its version before
+	}{
+		{"insert then update", nil, func(p it.TableTx[person]) error {
+			v, err := p.Insert(ctx, person{ID: 1, Name: "A", Town: "R", Email: "a@e"})
+			if err == nil {
+				_, err = p.Update(ctx, person{ID: 1, Name: "B", Town: "S", Email: "b@e"}, it.IfVersion(v))
+			}
+			return err
+		}, &person{ID: 1, Name: "B", Town: "S", Email: "b@e"}, nil},
+		{"update twice", &person{ID: 1, Name: "A", Town: "R", Email: "a@e"}, func(p it.TableTx[person]) error {
+			_, err := p.Update(ctx, person{ID: 1, Name: "B", Town: "R", Email: "b@e"})
+			if err == nil {
+				_, err = p.Upsert(ctx, person{ID: 1, Name: "C", Town: "S", Email: "a@e"})
+			}
+			return err
+		}, &person{ID: 1, Name: "C", Town: "S", Email: "a@e"}, nil},
+		{"delete then insert", &person{ID: 1, Name: "A", Town: "R", Email: "a@e"}, func(p it.TableTx[person]) error {
+			err := p.Delete(ctx, 1)
+			if err == nil {
+				_, err = p.Insert(ctx, person{ID: 1, Name: "B", Town: "R", Email: "a@e"})
+			}
+			return err
+		}, &person{ID: 1, Name: "B", Town: "R", Email: "a@e"}, nil},
+		{"update then delete", &person{ID: 1, Name: "A", Town: "R", Email: "a@e"}, func(p it.TableTx[person]) error {
+			_, err := p.Update(ctx, person{ID: 1, Name: "B", Town: "S"})
+			if err == nil {
+				err = p.Delete(ctx, 1)
+			}
+			return err
+		}, nil, nil},
+		{"insert then delete", nil, func(p it.TableTx[person]) error {
+			_, err := p.Insert(ctx, person{ID: 1, Name: "B", Town: "S"})
+			if err == nil {
+				err = p.Delete(ctx, 1)
+			}
+			return err
+		}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &batchLog{MemoryStore: it.NewMemoryStore()}
+			people := openPeople(t, s)
+			if tc.before != nil {
+				_, err := people.Insert(ctx, *tc.before)
+				require.NoError(t, err)
+			}
+			tx := it.NewTx(s)
+			require.NoError(t, tc.writes(people.In(tx)))
+			require.NoError(t, tx.Commit(ctx))
+			requireOnePerKey(t, s.last(t))
+			got, err := people.Get(ctx, 1)
+			if tc.after == nil {
+				require.ErrorIs(t, err, it.ErrNotFound)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, *tc.after, got)
+			}
+			requireClean(t, people)
+		})
+	}
+}
+
+// TestTxVersions: each write returns the version the record has once the
+// transaction commits (the last write's is stored), and IfVersion holds a
+// write in the transaction to the record as the transaction has it.
+func TestTxVersions(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	people := openPeople(t, s)
+	v0, err := people.Insert(ctx, person{ID: 1, Name: "A"})
+	require.NoError(t, err)
+
+	tx := it.NewTx(s)
+	p := people.In(tx)
+	_, err = p.Update(ctx, person{ID: 1, Name: "B"}, it.IfVersion(v0+7))
+	require.ErrorIs(t, err, it.ErrConflict)
+	err = p.Delete(ctx, 1, it.IfVersion(v0+7))
+	require.ErrorIs(t, err, it.ErrConflict)
+	v1, err := p.Update(ctx, person{ID: 1, Name: "B"}, it.IfVersion(v0))
+	require.NoError(t, err)
+	require.Equal(t, v0+1, v1)
+	_, err = p.Update(ctx, person{ID: 1, Name: "C"}, it.IfVersion(v0))
+	require.ErrorIs(t, err, it.ErrConflict, "the transaction has the record at v1")
+	v2, err := p.Update(ctx, person{ID: 1, Name: "C"}, it.IfVersion(v1))
+	require.NoError(t, err)
+	require.Equal(t, v1+1, v2)
+	_, err = p.Update(ctx, person{ID: 2, Name: "X"})
+	require.ErrorIs(t, err, it.ErrNotFound)
+	_, err = p.Insert(ctx, person{ID: 1, Name: "X"})
+	require.ErrorIs(t, err, it.ErrExists)
+	_, err = p.Update(ctx, person{ID: 1}, it.IfVersion(0))
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	require.NoError(t, tx.Commit(ctx))
+
+	got, v, err := people.GetVersioned(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, "C", got.Name)
+	require.Equal(t, v2, v)
+}
+
+// TestTxUniqueKeys: unique keys are checked against the store and between
+// the records of the transaction, whose final state counts: a key one
+// record frees another may take, in either order.
+func TestTxUniqueKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		writes func(p it.TableTx[person]) error
+		err    error // of the commit
+		after  map[string]int
+	}{
+		{"two records take one key", func(p it.TableTx[person]) error {
+			_, err := p.Insert(ctx, person{ID: 3, Email: "new@e"})
+			if err == nil {
+				_, err = p.Insert(ctx, person{ID: 4, Email: "new@e"})
+			}
+			return err
+		}, it.ErrUniqueViolation, map[string]int{"a@e": 1, "b@e": 2}},
+		{"a key held outside", func(p it.TableTx[person]) error {
+			_, err := p.Insert(ctx, person{ID: 3, Email: "a@e"})
+			return err
+		}, it.ErrUniqueViolation, map[string]int{"a@e": 1, "b@e": 2}},
+		{"a key held by a record the transaction does not free", func(p it.TableTx[person]) error {
+			_, err := p.Update(ctx, person{ID: 1, Name: "renamed", Email: "a@e"})
+			if err == nil {
+				_, err = p.Insert(ctx, person{ID: 3, Email: "a@e"})
+			}
+			return err
+		}, it.ErrUniqueViolation, map[string]int{"a@e": 1, "b@e": 2}},
+		{"freed then taken", func(p it.TableTx[person]) error {
+			_, err := p.Update(ctx, person{ID: 1})
+			if err == nil {
+				_, err = p.Insert(ctx, person{ID: 3, Email: "a@e"})
+			}
+			return err
+		}, nil, map[string]int{"a@e": 3, "b@e": 2}},
+		{"taken then freed", func(p it.TableTx[person]) error {
+			_, err := p.Insert(ctx, person{ID: 3, Email: "a@e"})
+			if err == nil {
+				err = p.Delete(ctx, 1)
+			}
+			return err
+		}, nil, map[string]int{"a@e": 3, "b@e": 2}},
+		{"swapped", func(p it.TableTx[person]) error {
+			_, err := p.Update(ctx, person{ID: 1, Email: "b@e"})
+			if err == nil {
+				_, err = p.Update(ctx, person{ID: 2, Email: "a@e"})
+			}
+			return err
+		}, nil, map[string]int{"a@e": 2, "b@e": 1}},
+		{"kept by its record", func(p it.TableTx[person]) error {
+			_, err := p.Update(ctx, person{ID: 1, Name: "renamed", Email: "a@e"})
+			return err
+		}, nil, map[string]int{"a@e": 1, "b@e": 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &batchLog{MemoryStore: it.NewMemoryStore()}
+			people := openPeople(t, s)
+			for _, p := range []person{{ID: 1, Email: "a@e"}, {ID: 2, Email: "b@e"}} {
+				_, err := people.Insert(ctx, p)
+				require.NoError(t, err)
+			}
+			before := storeDump(t, s)
+			tx := it.NewTx(s)
+			require.NoError(t, tc.writes(people.In(tx)))
+			err := tx.Commit(ctx)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				require.Equal(t, before, storeDump(t, s), "nothing applied")
+			} else {
+				require.NoError(t, err)
+				requireOnePerKey(t, s.last(t))
+			}
+			require.Equal(t, tc.after, emailHolders(t, people, "a@e", "b@e", "new@e"))
+			requireClean(t, people)
+		})
+	}
+}
+
+// TestTxConflicts: the commit expects every record the transaction read
+// or wrote as it read it, absent ones still absent.
+func TestTxConflicts(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		read  func(p it.TableTx[person]) error
+		other func(people *it.Table[person]) error // a write in between
+		err   error                                // of the commit, if not ErrConflict
+	}{
+		{"a record read changed", func(p it.TableTx[person]) error {
+			_, err := p.Get(ctx, 1)
+			return err
+		}, func(people *it.Table[person]) error {
+			_, err := people.Update(ctx, person{ID: 1, Name: "changed"})
+			return err
+		}, nil},
+		{"a record read absent came", func(p it.TableTx[person]) error {
+			if _, err := p.Get(ctx, 5); !errors.Is(err, it.ErrNotFound) {
+				return fmt.Errorf("want not found, got %w", err)
+			}
+			return nil
+		}, func(people *it.Table[person]) error {
+			_, err := people.Insert(ctx, person{ID: 5})
+			return err
+		}, nil},
+		{"a record written changed", func(p it.TableTx[person]) error {
+			_, err := p.Upsert(ctx, person{ID: 1, Name: "tx"})
+			return err
+		}, func(people *it.Table[person]) error {
+			return people.Delete(ctx, 1)
+		}, nil},
+		{"a unique key taken came", func(p it.TableTx[person]) error {
+			_, err := p.Insert(ctx, person{ID: 6, Email: "c@e"})
+			return err
+		}, func(people *it.Table[person]) error {
+			_, err := people.Insert(ctx, person{ID: 7, Email: "c@e"})
+			return err
+		}, it.ErrUniqueViolation},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := it.NewMemoryStore()
+			people := openPeople(t, s)
+			_, err := people.Insert(ctx, person{ID: 1, Name: "A", Email: "a@e"})
+			require.NoError(t, err)
+			tx := it.NewTx(s)
+			p := people.In(tx)
+			require.NoError(t, tc.read(p))
+			_, err = p.Upsert(ctx, person{ID: 2, Name: "written", Email: "b@e"})
+			require.NoError(t, err)
+			require.NoError(t, tc.other(people))
+			before := storeDump(t, s)
+			want := it.ErrConflict
+			if tc.err != nil {
+				want = tc.err
+			}
+			require.ErrorIs(t, tx.Commit(ctx), want)
+			require.Equal(t, before, storeDump(t, s), "nothing applied")
+			requireClean(t, people)
+		})
+	}
+}
+
+// order and stock are the records of the transactions across tables.
+type order struct {
+	ID    string
+	Item  string
+	Count int
+}
+
+type stock struct {
+	Item  string
+	Count int
+}
+
+func openShop(t testing.TB, s kv.Store) (*it.Table[order], *it.Table[stock]) {
+	t.Helper()
+	ctx := context.Background()
+	orders, err := it.Open(ctx, s, it.Schema[order]{Name: "orders", PrimaryKey: []string{"ID"},
+		Indexes: []it.Index[order]{{Name: "item", Fields: []string{"Item"}}}})
+	require.NoError(t, err)
+	stocks, err := it.Open(ctx, s, it.Schema[stock]{Name: "stock", PrimaryKey: []string{"Item"},
+		Indexes: []it.Index[stock]{{Name: "count", Fields: []string{"Count"}, Consistency: it.Eventual}}})
+	require.NoError(t, err)
+	return orders, stocks
+}
+
+// TestTxAcrossTables: one transaction writes records of two tables, with
+// synchronous and eventual indexes, in one batch.
+func TestTxAcrossTables(t *testing.T) {
+	ctx := context.Background()
+	s := &batchLog{MemoryStore: it.NewMemoryStore()}
+	orders, stocks := openShop(t, s)
+	_, err := stocks.Insert(ctx, stock{Item: "pen", Count: 3})
+	require.NoError(t, err)
+	applied := len(s.batches)
+	tx := it.NewTx(s)
+	_, err = orders.In(tx).Insert(ctx, order{ID: "o1", Item: "pen", Count: 2})
+	require.NoError(t, err)
+	st, err := stocks.In(tx).Get(ctx, "pen")
+	require.NoError(t, err)
+	st.Count -= 2
+	_, err = stocks.In(tx).Update(ctx, st)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	require.Len(t, s.batches, applied+1, "one batch")
+
+	o, err := orders.Get(ctx, "o1")
+	require.NoError(t, err)
+	require.Equal(t, 2, o.Count)
+	st, err = stocks.Get(ctx, "pen")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Count)
+	storetest.Drain(t, stocks)
+	n, err := stocks.Count(ctx, it.Query{Index: "count", Eq: it.Tuple{1}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	for _, v := range []interface {
+		Verify(context.Context, it.VerifyOptions) (*it.VerifyReport, error)
+	}{orders, stocks} {
+		rep, err := v.Verify(ctx, it.VerifyOptions{})
+		require.NoError(t, err)
+		require.Zero(t, rep.Total())
+	}
+}
+
+// TestTxRefused: arguments a transaction cannot take, and a transaction
+// used after its commit.
+func TestTxRefused(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	people := openPeople(t, s)
+	other := openPeople(t, it.NewMemoryStore())
+	again := openPeople(t, s) // a second handle of the table
+
+	tx := it.NewTx(s)
+	_, err := other.In(tx).Insert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	require.ErrorContains(t, err, "another store")
+	_, err = people.In(tx).Insert(ctx, person{ID: 1})
+	require.NoError(t, err)
+	_, err = again.In(tx).Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	require.ErrorContains(t, err, "another handle")
+	_, err = people.In(tx).Get(nil, 1) //nolint:staticcheck // a nil context, refused
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	_, err = people.In(nil).Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	_, err = (*it.Table[person])(nil).In(tx).Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	_, err = people.In(tx).Get(ctx, "not an int")
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.ErrorIs(t, people.In(tx).Delete(ctx, 1, it.IfVersion(0)), it.ErrInvalidArgument)
+	require.ErrorIs(t, tx.Commit(nil), it.ErrInvalidArgument) //nolint:staticcheck // a nil context, refused
+
+	require.NoError(t, tx.Commit(ctx))
+	require.ErrorIs(t, tx.Commit(ctx), it.ErrTxDone)
+	_, err = people.In(tx).Insert(ctx, person{ID: 2})
+	require.ErrorIs(t, err, it.ErrTxDone)
+	_, err = people.In(tx).Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrTxDone)
+	require.ErrorIs(t, people.In(tx).Delete(ctx, 1), it.ErrTxDone)
+	_, err = people.Get(ctx, 2)
+	require.ErrorIs(t, err, it.ErrNotFound)
+
+	_, err = people.In(it.NewTx(nil)).Get(ctx, 1)
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	require.ErrorIs(t, it.NewTx(nil).Commit(ctx), it.ErrInvalidArgument)
+	require.ErrorIs(t, (*it.Tx)(nil).Commit(ctx), it.ErrInvalidArgument)
+	require.ErrorIs(t, it.Transact(ctx, nil, func(*it.Tx) error { return nil }), it.ErrInvalidArgument)
+	require.ErrorIs(t, it.Transact(ctx, s, nil), it.ErrInvalidArgument)
+	require.ErrorIs(t, it.Transact(nil, s, func(*it.Tx) error { return nil }), it.ErrInvalidArgument) //nolint:staticcheck // a nil context, refused
+}
+
+// TestTxTooBig: a transaction the store's atomicity scope does not allow
+// is refused whole, saying why, and applies nothing.
+func TestTxTooBig(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		store kv.Store
+		ids   []int
+		says  string
+	}{
+		{"more operations than a batch holds", scopedStore{it.NewMemoryStore(), kv.Atomicity{MaxOps: 20}}, []int{1, 2, 3, 4, 5, 6},
+			"operations, atomicity scope allows 20"},
+		{"records of two partitions", limited{it.NewMemoryStore()}, []int{1, 2}, "atomicity scope is one partition"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tbl, err := it.Open(ctx, tc.store, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: intraIndexes})
+			require.NoError(t, err)
+			before := storeDump(t, tc.store)
+			err = it.Transact(ctx, tc.store, func(tx *it.Tx) error {
+				for _, id := range tc.ids {
+					if _, err := tbl.In(tx).Insert(ctx, person{ID: id, Email: fmt.Sprint(id, "@e")}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			require.ErrorIs(t, err, it.ErrInvalidBatch)
+			require.ErrorContains(t, err, tc.says)
+			require.ErrorContains(t, err, fmt.Sprintf("a transaction of %d records", len(tc.ids)))
+			require.Equal(t, before, storeDump(t, tc.store))
+		})
+	}
+}
+
+// TestTxSchemaChange: a transaction whose table's indexes changed between
+// its writes and its commit conflicts, and Transact runs it again against
+// the new view.
+func TestTxSchemaChange(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	people := openPeople(t, s)
+	var runs atomic.Int32
+	err := it.Transact(ctx, s, func(tx *it.Tx) error {
+		if _, err := people.In(tx).Insert(ctx, person{ID: 1, Town: "R", Email: "a@e"}); err != nil {
+			return err
+		}
+		if runs.Add(1) == 1 {
+			return people.DisableIndex(ctx, "town")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, runs.Load())
+	requireClean(t, people)
+}
+
+// TestTransact: Transact runs its function again when the commit
+// conflicts, and returns any other error as it is.
+func TestTransact(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	people := openPeople(t, s)
+	_, err := people.Insert(ctx, person{ID: 1, Score: 10})
+	require.NoError(t, err)
+
+	runs := 0
+	err = it.Transact(ctx, s, func(tx *it.Tx) error {
+		runs++
+		p, err := people.In(tx).Get(ctx, 1)
+		if err != nil {
+			return err
+		}
+		if runs < 3 { // a concurrent write overtakes the first two runs
+			if _, err := people.Update(ctx, person{ID: 1, Score: p.Score + 100}); err != nil {
+				return err
+			}
+		}
+		p.Score++
+		_, err = people.In(tx).Update(ctx, p)
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, runs)
+	p, err := people.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 211, p.Score)
+
+	errStop := errors.New("stop")
+	runs = 0
+	err = it.Transact(ctx, s, func(tx *it.Tx) error {
+		runs++
+		if _, err := people.In(tx).Insert(ctx, person{ID: 9}); err != nil {
+			return err
+		}
+		return errStop
+	})
+	require.ErrorIs(t, err, errStop)
+	require.Equal(t, 1, runs)
+	_, err = people.Get(ctx, 9)
+	require.ErrorIs(t, err, it.ErrNotFound, "not committed")
+
+	runs = 0
+	err = it.Transact(ctx, s, func(tx *it.Tx) error {
+		runs++
+		_, err := people.In(tx).Insert(ctx, person{ID: 1})
+		return err
+	})
+	require.ErrorIs(t, err, it.ErrExists)
+	require.Equal(t, 1, runs)
+
+	runs = 0
+	err = it.Transact(ctx, s, func(tx *it.Tx) error {
+		runs++
+		_, err := people.In(tx).Get(ctx, 1)
+		if err == nil {
+			_, err = people.Update(ctx, person{ID: 1, Score: runs})
+		}
+		return err
+	})
+	require.ErrorIs(t, err, it.ErrConflict)
+	require.Equal(t, 16, runs, "bounded")
+}
