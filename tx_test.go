@@ -218,6 +218,7 @@ func TestTxUniqueKeys(t *testing.T) {
 		name   string
 		writes func(p it.TableTx[person]) error
 		err    error // of the commit
+		says   string
 		after  map[string]int
 	}{
 		{"two records take one key", func(p it.TableTx[person]) error {
@@ -226,43 +227,43 @@ func TestTxUniqueKeys(t *testing.T) {
 				_, err = p.Insert(ctx, person{ID: 4, Email: "new@e"})
 			}
 			return err
-		}, it.ErrUniqueViolation, map[string]int{"a@e": 1, "b@e": 2}},
+		}, it.ErrUniqueViolation, `records (3) and (4) of the transaction both take key ("new@e")`, map[string]int{"a@e": 1, "b@e": 2}},
 		{"a key held outside", func(p it.TableTx[person]) error {
 			_, err := p.Insert(ctx, person{ID: 3, Email: "a@e"})
 			return err
-		}, it.ErrUniqueViolation, map[string]int{"a@e": 1, "b@e": 2}},
+		}, it.ErrUniqueViolation, `key ("a@e") is taken by record (1)`, map[string]int{"a@e": 1, "b@e": 2}},
 		{"a key held by a record the transaction does not free", func(p it.TableTx[person]) error {
 			_, err := p.Update(ctx, person{ID: 1, Name: "renamed", Email: "a@e"})
 			if err == nil {
 				_, err = p.Insert(ctx, person{ID: 3, Email: "a@e"})
 			}
 			return err
-		}, it.ErrUniqueViolation, map[string]int{"a@e": 1, "b@e": 2}},
+		}, it.ErrUniqueViolation, `records (1) and (3) of the transaction both take key ("a@e")`, map[string]int{"a@e": 1, "b@e": 2}},
 		{"freed then taken", func(p it.TableTx[person]) error {
 			_, err := p.Update(ctx, person{ID: 1})
 			if err == nil {
 				_, err = p.Insert(ctx, person{ID: 3, Email: "a@e"})
 			}
 			return err
-		}, nil, map[string]int{"a@e": 3, "b@e": 2}},
+		}, nil, "", map[string]int{"a@e": 3, "b@e": 2}},
 		{"taken then freed", func(p it.TableTx[person]) error {
 			_, err := p.Insert(ctx, person{ID: 3, Email: "a@e"})
 			if err == nil {
 				err = p.Delete(ctx, 1)
 			}
 			return err
-		}, nil, map[string]int{"a@e": 3, "b@e": 2}},
+		}, nil, "", map[string]int{"a@e": 3, "b@e": 2}},
 		{"swapped", func(p it.TableTx[person]) error {
 			_, err := p.Update(ctx, person{ID: 1, Email: "b@e"})
 			if err == nil {
 				_, err = p.Update(ctx, person{ID: 2, Email: "a@e"})
 			}
 			return err
-		}, nil, map[string]int{"a@e": 2, "b@e": 1}},
+		}, nil, "", map[string]int{"a@e": 2, "b@e": 1}},
 		{"kept by its record", func(p it.TableTx[person]) error {
 			_, err := p.Update(ctx, person{ID: 1, Name: "renamed", Email: "a@e"})
 			return err
-		}, nil, map[string]int{"a@e": 1, "b@e": 2}},
+		}, nil, "", map[string]int{"a@e": 1, "b@e": 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &batchLog{MemoryStore: it.NewMemoryStore()}
@@ -277,6 +278,7 @@ func TestTxUniqueKeys(t *testing.T) {
 			err := tx.Commit(ctx)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
+				require.ErrorContains(t, err, tc.says)
 				require.Equal(t, before, storeDump(t, s), "nothing applied")
 			} else {
 				require.NoError(t, err)
