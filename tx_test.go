@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	it "github.com/indextable/indextable"
+	"github.com/indextable/indextable/internal/faultstore"
 	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/storetest"
 )
@@ -477,6 +478,7 @@ func TestTxTooBig(t *testing.T) {
 		{"more operations than a batch holds", scopedStore{it.NewMemoryStore(), kv.Atomicity{MaxOps: 20}}, []int{1, 2, 3, 4, 5, 6},
 			"operations, atomicity scope allows 20"},
 		{"records of two partitions", limited{it.NewMemoryStore()}, []int{1, 2}, "atomicity scope is one partition"},
+		{"records of two shards", twoShards(t), idsOnTwoShards(t), "atomicity scope is one partition"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tbl, err := it.Open(ctx, tc.store, it.Schema[person]{Name: "people", PrimaryKey: []string{"ID"}, Indexes: intraIndexes})
@@ -496,6 +498,27 @@ func TestTxTooBig(t *testing.T) {
 			require.Equal(t, before, storeDump(t, tc.store))
 		})
 	}
+}
+
+// twoShards returns a ShardedStore of two memory shards.
+func twoShards(t *testing.T) kv.Store {
+	s, err := it.OpenShardedStore(context.Background(), []kv.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+	require.NoError(t, err)
+	return s
+}
+
+// idsOnTwoShards returns an ID on the first of two shards and one on the
+// second.
+func idsOnTwoShards(t *testing.T) []int {
+	ids := []int{-1, -1}
+	for id := 1; ids[0] < 0 || ids[1] < 0; id++ {
+		shard, err := it.ShardFor(2, id)
+		require.NoError(t, err)
+		if ids[shard] < 0 {
+			ids[shard] = id
+		}
+	}
+	return ids
 }
 
 // TestTxSchemaChange: a transaction whose table's indexes changed between
@@ -585,4 +608,155 @@ func TestTransact(t *testing.T) {
 	})
 	require.ErrorIs(t, err, it.ErrConflict)
 	require.Equal(t, 16, runs, "bounded")
+}
+
+// onShardOf returns n names, with prefix, that lie on the shard of lead
+// among shards.
+func onShardOf(t testing.TB, shards int, lead, prefix string, n int) []string {
+	t.Helper()
+	want, err := it.ShardFor(shards, lead)
+	require.NoError(t, err)
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		name := fmt.Sprint(prefix, i)
+		if got, err := it.ShardFor(shards, name); err == nil && got == want {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// shopScript is a transaction of TestTxFaults: an order of two pens, the
+// stock of pens decremented, and the stock of a dropped item deleted.
+type shopScript struct {
+	orderID, dropped string
+}
+
+// load writes the stock before the transaction.
+func (sc shopScript) load(t *testing.T, stocks *it.Table[stock]) {
+	for _, st := range []stock{{Item: "pen", Count: 10}, {Item: sc.dropped, Count: 1}} {
+		_, err := stocks.Insert(context.Background(), st)
+		require.NoError(t, err)
+	}
+}
+
+// run makes the transaction and commits it.
+func (sc shopScript) run(ctx context.Context, s kv.Store, orders *it.Table[order], stocks *it.Table[stock]) error {
+	tx := it.NewTx(s)
+	if _, err := orders.In(tx).Insert(ctx, order{ID: sc.orderID, Item: "pen", Count: 2}); err != nil {
+		return err
+	}
+	st, v, err := stocks.In(tx).GetVersioned(ctx, "pen")
+	if err != nil {
+		return err
+	}
+	st.Count -= 2
+	if _, err := stocks.In(tx).Update(ctx, st, it.IfVersion(v)); err != nil {
+		return err
+	}
+	if err := stocks.In(tx).Delete(ctx, sc.dropped); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// applied reports whether the store holds the transaction's writes (true)
+// or none of them (false), and fails t for anything between.
+func (sc shopScript) applied(t *testing.T, orders *it.Table[order], stocks *it.Table[stock], name string) bool {
+	ctx := context.Background()
+	_, err := orders.Get(ctx, sc.orderID)
+	ordered := err == nil
+	pen, err := stocks.Get(ctx, "pen")
+	require.NoError(t, err, name)
+	_, err = stocks.Get(ctx, sc.dropped)
+	dropped := errors.Is(err, it.ErrNotFound)
+	if ordered {
+		require.Equal(t, []any{8, true}, []any{pen.Count, dropped}, "%s: the order is there, the rest must be", name)
+	} else {
+		require.Equal(t, []any{10, false}, []any{pen.Count, dropped}, "%s: the order is not there, nothing else may be", name)
+	}
+	n, err := orders.Count(ctx, it.Query{Index: "item", Eq: it.Tuple{"pen"}})
+	require.NoError(t, err)
+	require.Equal(t, ordered, n == 1, "%s: the order's entry", name)
+	return ordered
+}
+
+// TestTxFaults fails, or crashes at, every store call a transaction across
+// two tables makes (the crashing batch applied or not: an ambiguous
+// commit), on the memory store and on a ShardedStore, whose commits hint
+// their changes first. Afterwards the store holds all of the transaction's
+// writes or none, all when the commit returned nil, and once the
+// maintainer caught up Verify finds nothing.
+func TestTxFaults(t *testing.T) {
+	shards := func() kv.Store {
+		s, err := it.OpenShardedStore(context.Background(), []kv.Store{it.NewMemoryStore(), it.NewMemoryStore()})
+		require.NoError(t, err)
+		return s
+	}
+	names := onShardOf(t, 2, "pen", "o", 2)
+	modes := []struct {
+		name   string
+		store  func() kv.Store
+		script shopScript
+	}{
+		{"memory", func() kv.Store { return it.NewMemoryStore() }, shopScript{"o1", "ink"}},
+		{"sharded", shards, shopScript{names[0], names[1]}},
+	}
+	ops := []faultstore.Op{faultstore.Get, faultstore.GetMany, faultstore.Scan, faultstore.Apply}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			start := func() (kv.Store, *faultstore.Store, *it.Table[order], *it.Table[stock]) {
+				inner := mode.store()
+				fs := faultstore.New(inner)
+				orders, stocks := openShop(t, fs)
+				mode.script.load(t, stocks)
+				return inner, fs, orders, stocks
+			}
+			_, fs0, orders, stocks := start()
+			before := map[faultstore.Op]int{}
+			for _, op := range ops {
+				before[op] = fs0.Calls(op)
+			}
+			require.NoError(t, mode.script.run(ctx, fs0, orders, stocks))
+			points := 0
+			for _, op := range ops {
+				for n := 1; n <= fs0.Calls(op)-before[op]; n++ {
+					for _, fault := range []string{"crash", "crash-applied", "fail"} {
+						if fault == "crash-applied" && op != faultstore.Apply {
+							continue
+						}
+						points++
+						name := fmt.Sprintf("%v call %d, %s", op, n, fault)
+						inner, fs, orders, stocks := start()
+						if fault == "fail" {
+							fs.FailAt(op, n)
+						} else {
+							fs.CrashAt(op, n, fault == "crash-applied")
+						}
+						err := mode.script.run(ctx, fs, orders, stocks)
+						require.Error(t, err, name)
+						if inner.Atomicity().Partition != nil {
+							require.Empty(t, unhinted(t, inner), "%s: change records without a hint", name)
+						}
+						expireLeases(t, inner)
+						orders, stocks = openShop(t, inner)
+						// Only the commit's batch, the last call, applies it.
+						last := op == faultstore.Apply && n == fs0.Calls(op)-before[op]
+						require.Equal(t, last && fault == "crash-applied", mode.script.applied(t, orders, stocks, name), name)
+						storetest.Drain(t, stocks)
+						require.Empty(t, keysIn(t, inner, kv.SpaceQueue), name)
+						for _, v := range []interface {
+							Verify(context.Context, it.VerifyOptions) (*it.VerifyReport, error)
+						}{orders, stocks} {
+							rep, err := v.Verify(ctx, it.VerifyOptions{})
+							require.NoError(t, err, name)
+							require.Zero(t, rep.Total(), "%s: %v", name, rep.Samples)
+						}
+					}
+				}
+			}
+			t.Logf("%d fault points", points)
+		})
+	}
 }
