@@ -42,10 +42,29 @@ type Tx struct {
 	records []*txRecord // in the order first read or written
 	byKey   map[string]*txRecord
 	done    bool
+	batch   kv.Batch // the commit's
+	scratch kv.Batch // where the commit plans a record
+	opList  *[]kv.Op // holds the commit's operation list for txOpLists
+	// Room for the tables of a small transaction, and for its records
+	// (which come from txRecords).
+	tableRoom  [2]txTable
+	tablePtrs  [2]*txTable
+	recordPtrs [4]*txRecord
 }
 
+// txRecords and txOpLists keep the records and the operation lists of
+// transactions that are done, for the next.
+var (
+	txRecords sync.Pool // *txRecord
+	txOpLists sync.Pool // *[]kv.Op
+)
+
 // NewTx returns a new transaction over store.
-func NewTx(store kv.Store) *Tx { return &Tx{store: store} }
+func NewTx(store kv.Store) *Tx {
+	tx := &Tx{store: store}
+	tx.tables, tx.records = tx.tablePtrs[:0], tx.recordPtrs[:0]
+	return tx
+}
 
 // txTable is a table of a transaction, and the view that the writes of its
 // records plan against, taken at the table's first write.
@@ -59,6 +78,8 @@ type txTable struct {
 type txTableOps interface {
 	Name() string
 	txStore() kv.Store
+	hinted() bool
+	freeTxBuffers(bufs any)
 	view(ctx context.Context, write bool) (*indexView, error)
 	drainLock() *sync.RWMutex
 	planRecord(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry, s entryGetter) error
@@ -77,7 +98,9 @@ type txRecord struct {
 	entries []entry // once written: its entries in the view's synchronous indexes
 	written bool
 	known   bool   // a's version and entries as read are set
+	blind   bool   // inserted without a read: taken to be absent
 	ops     [2]int // its operations among those the commit planned
+	bufs    any    // the write buffers that hold a.factKey, until the commit
 }
 
 // current returns the record as the transaction has it: its fact value's
@@ -192,7 +215,7 @@ func (tt TableTx[T]) Delete(ctx context.Context, pk ...any) error {
 	defer tt.tx.mu.Unlock()
 	key, err := tt.t.factKeyOf(nil, primaryKeyValues(pk))
 	if err == nil {
-		_, err = tt.change(ctx, tbl, writeDelete, key, nil, nil, o)
+		_, err = tt.change(ctx, tbl, writeDelete, key, nil, nil, o, nil)
 	}
 	return err
 }
@@ -212,25 +235,45 @@ func (tt TableTx[T]) write(ctx context.Context, kind writeKind, rec T, opts []Wr
 	if err != nil {
 		return 0, err
 	}
-	// The buffers stay the record's until the transaction is dropped.
-	factKey, fact, es, err := tt.t.encodeWrite(view, new(writeBuffers[T]), rec)
+	w := tt.t.newWriteBuffers()
+	factKey, fact, es, err := tt.t.encodeWrite(view, w, rec)
 	if err != nil {
+		tt.t.freeWriteBuffers(w)
 		return 0, err
 	}
-	return tt.change(ctx, tbl, kind, factKey, fact, es, o)
+	return tt.change(ctx, tbl, kind, factKey, fact, es, o, w)
 }
 
 // change makes the write of kind of the record at factKey in the
 // transaction, checked against the record as the transaction has it: fact
-// and entries es (nil for a delete) replace it at the commit.
-func (tt TableTx[T]) change(ctx context.Context, tbl *txTable, kind writeKind, factKey, fact []byte, es []entry, o writeOptions) (Version, error) {
+// and entries es (nil for a delete) replace it at the commit. w, if not
+// nil, holds factKey: the record keeps it until the commit.
+func (tt TableTx[T]) change(ctx context.Context, tbl *txTable, kind writeKind, factKey, fact []byte, es []entry, o writeOptions, w *writeBuffers[T]) (Version, error) {
 	view, err := tbl.writeView(ctx)
 	if err != nil {
 		return 0, err
 	}
-	r, err := tt.record(ctx, tbl, factKey)
-	if err != nil {
-		return 0, err
+	r := tt.tx.lookup(factKey)
+	switch {
+	case r != nil:
+		if w != nil {
+			tt.t.freeWriteBuffers(w) // the record has its key
+		}
+	case kind == writeInsert:
+		// As a single insert, it takes the record to be absent, unread:
+		// the commit expects it so, and reports ErrExists if it is not.
+		r = tt.tx.newRecord(tbl, factKey, factKey[len(tt.t.factSpace):], nil)
+		r.blind, r.known, r.bufs = true, true, w
+	default:
+		if r, err = tt.record(ctx, tbl, factKey); err != nil {
+			if w != nil {
+				tt.t.freeWriteBuffers(w)
+			}
+			return 0, err
+		}
+		if w != nil {
+			r.bufs = w
+		}
 	}
 	if !r.known {
 		if r.a.exists {
@@ -265,9 +308,19 @@ func (tt TableTx[T]) record(ctx context.Context, tbl *txTable, factKey []byte) (
 	case err != nil:
 		return nil, fmt.Errorf("table %q: %w", tt.t.name, err)
 	}
-	r := &txRecord{tbl: tbl, a: writeAttempt{factKey: factKey, pk: factKey[len(tt.t.factSpace):], oldValue: value, exists: value != nil}}
+	return tx.newRecord(tbl, factKey, factKey[len(tt.t.factSpace):], value), nil
+}
+
+// newRecord adds to the transaction the record of tbl at factKey, with
+// encoded primary key pk, read as value (nil: absent).
+func (tx *Tx) newRecord(tbl *txTable, factKey, pk, value []byte) *txRecord {
+	r, ok := txRecords.Get().(*txRecord)
+	if !ok {
+		r = new(txRecord)
+	}
+	*r = txRecord{tbl: tbl, a: writeAttempt{factKey: factKey, pk: pk, oldValue: value, exists: value != nil}}
 	tx.add(r)
-	return r, nil
+	return r
 }
 
 // txIndexAt is how many records a transaction looks through before it
@@ -342,7 +395,13 @@ func (tx *Tx) join(t txTableOps) (*txTable, error) {
 	if !sameStore(t.txStore(), tx.store) {
 		return nil, fmt.Errorf("%w: table %q is over another store than the transaction", ErrInvalidArgument, t.Name())
 	}
-	tbl := &txTable{t: t}
+	var tbl *txTable
+	if n := len(tx.tables); n < len(tx.tableRoom) {
+		tbl = &tx.tableRoom[n]
+	} else {
+		tbl = new(txTable)
+	}
+	tbl.t = t
 	tx.tables = append(tx.tables, nil)
 	copy(tx.tables[at+1:], tx.tables[at:])
 	tx.tables[at] = tbl
@@ -374,6 +433,14 @@ func (tbl *txTable) writeView(ctx context.Context) (*indexView, error) {
 
 func (t *Table[T]) txStore() kv.Store        { return t.store }
 func (t *Table[T]) drainLock() *sync.RWMutex { return &t.indexes.drain }
+
+// freeTxBuffers returns to the pool the write buffers of a transaction
+// that is done.
+func (t *Table[T]) freeTxBuffers(bufs any) {
+	if w, ok := bufs.(*writeBuffers[T]); ok {
+		t.freeWriteBuffers(w)
+	}
+}
 
 // schemaMoved reports whether the table's schema version is no longer
 // view's, after a commit that conflicted; it then reads the catalog, so
@@ -416,21 +483,28 @@ func (tx *Tx) Commit(ctx context.Context) error {
 		return fmt.Errorf("%w: the transaction has no store", ErrInvalidArgument)
 	}
 	tx.done = true
+	defer tx.release()
 	if len(tx.records) == 0 {
 		return nil
 	}
-	defer tx.lockTables()()
+	tx.lockTables(true)
+	defer tx.lockTables(false)
 	if err := tx.checkViews(ctx); err != nil {
 		return err
 	}
 	b, planned, err := tx.plan(ctx)
+	if errors.Is(err, ErrUniqueViolation) {
+		// A record read before another changed it may seem to take a key
+		// that its record holds now: the reads conflict first.
+		err = tx.unlessStale(ctx, err)
+	}
 	if err != nil {
 		return err
 	}
 	if err := tx.store.Atomicity().Allows(b); err != nil {
 		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %d records, which is never split", len(tx.records))
 	}
-	if err := applyHintedBy(ctx, tx.store, b, tx.hintFor); err != nil {
+	if err := tx.apply(ctx, b); err != nil {
 		return tx.failed(ctx, err)
 	}
 	for _, r := range tx.records {
@@ -441,19 +515,48 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	return nil
 }
 
-// lockTables holds the drain lock of each table the transaction writes,
-// shared, in name order, and returns the function that releases them.
-func (tx *Tx) lockTables() func() {
+// apply applies b, after the hints of its change records when a table of
+// the transaction hints them.
+func (tx *Tx) apply(ctx context.Context, b *kv.Batch) error {
 	for _, tbl := range tx.tables {
-		if tbl.view != nil {
-			tbl.t.drainLock().RLock()
+		if tbl.view != nil && tbl.t.hinted() {
+			return applyHintedBy(ctx, tx.store, b, tx.hintFor)
 		}
 	}
-	return func() {
-		for _, tbl := range tx.tables {
-			if tbl.view != nil {
-				tbl.t.drainLock().RUnlock()
-			}
+	return tx.store.Apply(ctx, b)
+}
+
+// release returns to their pools the write buffers, the records and the
+// operations of a transaction that is done, which holds none of them
+// after.
+func (tx *Tx) release() {
+	for i, r := range tx.records {
+		if r.bufs != nil {
+			r.tbl.t.freeTxBuffers(r.bufs)
+		}
+		*r = txRecord{}
+		txRecords.Put(r)
+		tx.records[i] = nil
+	}
+	tx.records, tx.byKey = tx.records[:0], nil
+	if ops := tx.batch.Ops(); tx.opList != nil && cap(ops) <= 1<<10 {
+		clear(ops[:cap(ops)])
+		*tx.opList = ops[:0]
+		txOpLists.Put(tx.opList)
+	}
+	tx.batch, tx.scratch, tx.opList = kv.Batch{}, kv.Batch{}, nil
+}
+
+// lockTables takes (lock) or releases the drain lock of each table the
+// transaction writes, shared, in name order.
+func (tx *Tx) lockTables(lock bool) {
+	for _, tbl := range tx.tables {
+		switch {
+		case tbl.view == nil:
+		case lock:
+			tbl.t.drainLock().RLock()
+		default:
+			tbl.t.drainLock().RUnlock()
 		}
 	}
 }
@@ -477,16 +580,49 @@ func (tx *Tx) checkViews(ctx context.Context) error {
 	return nil
 }
 
-// failed returns the error of a commit whose batch failed with err.
+// failed returns the error of a commit whose batch failed with err: when
+// it conflicted, ErrExists if a record the transaction inserted without
+// reading it exists, and whether a table's schema changed.
 func (tx *Tx) failed(ctx context.Context, err error) error {
-	if errors.Is(err, ErrConflict) {
-		for _, tbl := range tx.tables {
-			if tbl.view != nil && tbl.t.schemaMoved(ctx, tbl.view) {
-				return fmt.Errorf("%w: table %q: its schema changed during the transaction", ErrConflict, tbl.t.Name())
-			}
+	if !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("commit: %w", err)
+	}
+	for _, r := range tx.records {
+		if !r.blind {
+			continue
+		}
+		if _, gerr := tx.store.Get(ctx, r.a.factKey); gerr == nil {
+			return fmt.Errorf("%w: table %q, primary key %v", ErrExists, r.tbl.t.Name(), decodeForError(r.a.pk))
+		}
+	}
+	for _, tbl := range tx.tables {
+		if tbl.view != nil && tbl.t.schemaMoved(ctx, tbl.view) {
+			return fmt.Errorf("%w: table %q: its schema changed during the transaction", ErrConflict, tbl.t.Name())
 		}
 	}
 	return fmt.Errorf("commit: %w", err)
+}
+
+// unlessStale returns err, unless a record the transaction read changed
+// since: then an error wrapping ErrConflict.
+func (tx *Tx) unlessStale(ctx context.Context, err error) error {
+	keys := make([][]byte, len(tx.records))
+	for i, r := range tx.records {
+		keys[i] = r.a.factKey
+	}
+	now, gerr := tx.store.GetMany(ctx, keys, nil)
+	if gerr != nil {
+		return gerr
+	}
+	for i, r := range tx.records {
+		if r.blind && now[i] != nil {
+			return fmt.Errorf("%w: table %q, primary key %v", ErrExists, r.tbl.t.Name(), decodeForError(r.a.pk))
+		}
+		if (now[i] == nil) != (r.a.oldValue == nil) || !bytes.Equal(now[i], r.a.oldValue) {
+			return fmt.Errorf("%w: table %q: record %v changed since the transaction read it (%v)", ErrConflict, r.tbl.t.Name(), decodeForError(r.a.pk), err)
+		}
+	}
+	return err
 }
 
 // hintFor returns the hint key of the change record at key, of whichever
@@ -502,48 +638,108 @@ func (tx *Tx) hintFor(key []byte) []byte {
 
 // plan returns the commit's batch: each record written, planned as a
 // single write plans it (planRecord), and the expectation that each record
-// only read is as read, merged (mergeOps) so that no key is written twice.
-// It also returns the operations each record planned, at its ops.
+// only read is as read. An expectation goes in once; a key that two
+// records write (a unique key one frees and another takes) goes in once,
+// as the put (mergeOps). It also returns the operations each record
+// planned, at its ops.
 func (tx *Tx) plan(ctx context.Context) (*kv.Batch, []kv.Op, error) {
 	g, err := tx.uniqueKeys()
 	if err != nil {
 		return nil, nil, err
 	}
-	var planned []kv.Op
-	var scratch kv.Batch
+	n := 0
 	for _, r := range tx.records {
-		start := len(planned)
-		if !r.netWrite() {
-			if r.a.exists {
-				planned = append(planned, kv.Op{Kind: kv.OpExpectValue, Key: r.a.factKey, Value: r.a.oldValue})
-			} else {
-				planned = append(planned, kv.Op{Kind: kv.OpExpectAbsent, Key: r.a.factKey})
-			}
-			r.ops = [2]int{start, len(planned)}
-			continue
-		}
-		var s entryGetter = tx.store
-		if g != nil {
-			g.plans(r)
-			s = g
-		}
-		r.a.b, r.a.schema = &scratch, r.tbl.view.version
-		if err := r.tbl.t.planRecord(ctx, r.tbl.view, &r.a, r.entries, s); err != nil {
-			return nil, nil, fmt.Errorf("table %q: %w", r.tbl.t.Name(), err)
-		}
-		for _, op := range scratch.Ops() {
-			if op.IsWrite() || g == nil || !g.covers(op.Key) {
-				planned = append(planned, op)
-			}
-		}
-		r.a.b = nil
-		r.ops = [2]int{start, len(planned)}
+		n += 3 + 2*len(r.entries) + len(r.a.oldEntries)
 	}
-	merged, err := mergeOps(planned)
+	p := txOps{ops: tx.newOps(n)}
+	if n > mergeScan {
+		p.at = make(map[string][]int)
+	}
+	for _, r := range tx.records {
+		start := len(p.ops)
+		if err := tx.planOne(ctx, &p, r, g); err != nil {
+			return nil, nil, err
+		}
+		r.ops = [2]int{start, len(p.ops)}
+	}
+	tx.batch = *kv.NewBatch(p.ops...) // released after the commit
+	if g == nil {                     // then no two records write one key
+		return &tx.batch, p.ops, nil
+	}
+	merged, err := mergeOps(p.ops)
 	if err != nil {
 		return nil, nil, err
 	}
-	return kv.NewBatch(merged...), planned, nil
+	return kv.NewBatch(merged...), p.ops, nil
+}
+
+// newOps returns an empty operation list with room for n, for the
+// commit.
+func (tx *Tx) newOps(n int) []kv.Op {
+	list, ok := txOpLists.Get().(*[]kv.Op)
+	if !ok {
+		list = new([]kv.Op)
+	}
+	if cap(*list) < n {
+		*list = make([]kv.Op, 0, max(n, 16))
+	}
+	tx.opList = list
+	return *list
+}
+
+// txOps are the operations a commit plans.
+type txOps struct {
+	ops []kv.Op
+	at  map[string][]int // the expectations among ops by key, when there may be many
+}
+
+// add adds op, unless it is an expectation that ops hold already.
+func (p *txOps) add(op kv.Op) {
+	if !op.IsWrite() {
+		if mergesWith(p.ops, p.at, op) >= 0 {
+			return
+		}
+		if p.at != nil {
+			p.at[string(op.Key)] = append(p.at[string(op.Key)], len(p.ops))
+		}
+	}
+	p.ops = append(p.ops, op)
+}
+
+// planOne adds to p the operations of record r: its change, planned by
+// planRecord (in p's spare room) with g, if not nil, reading unique keys;
+// or, if the transaction only read it, the expectation that it is as read.
+func (tx *Tx) planOne(ctx context.Context, p *txOps, r *txRecord, g *txGetter) error {
+	if !r.netWrite() {
+		op := kv.Op{Kind: kv.OpExpectAbsent, Key: r.a.factKey}
+		if r.a.exists {
+			op = kv.Op{Kind: kv.OpExpectValue, Key: r.a.factKey, Value: r.a.oldValue}
+		}
+		p.add(op)
+		return nil
+	}
+	var s entryGetter = tx.store
+	if g != nil {
+		g.plans(r)
+		s = g
+	}
+	start := len(p.ops)
+	tx.scratch = *kv.NewBatch(p.ops[start:start:cap(p.ops)]...)
+	b := &tx.scratch
+	r.a.b, r.a.schema = b, r.tbl.view.version
+	err := r.tbl.t.planRecord(ctx, r.tbl.view, &r.a, r.entries, s)
+	r.a.b = nil
+	if err != nil {
+		return fmt.Errorf("table %q: %w", r.tbl.t.Name(), err)
+	}
+	// b's operations lie where p adds them, or further: p overwrites
+	// none before it reads it.
+	for _, op := range b.Ops() {
+		if op.IsWrite() || g == nil || !g.covers(op.Key) {
+			p.add(op)
+		}
+	}
+	return nil
 }
 
 // mergeScan is how many operations mergeOps compares pairwise before it

@@ -110,6 +110,9 @@ func splitWriteOptions(args []any) ([]any, []WriteOption, error) {
 // parseWriteOptions applies opts, refusing a nil one: it may have been meant
 // as a condition.
 func parseWriteOptions(opts []WriteOption) (writeOptions, error) {
+	if len(opts) == 0 {
+		return writeOptions{}, nil // without allocating o, which escapes to the options
+	}
 	var o writeOptions
 	for i, opt := range opts {
 		if opt == nil {

@@ -178,7 +178,7 @@ func (w *txWriter) overtake(a txAccount, v indextable.Version) {
 		w.r.count("overtaken", 1)
 		return
 	}
-	if !errors.Is(err, indextable.ErrConflict) {
+	if !errors.Is(err, indextable.ErrConflict) && !errors.Is(err, indextable.ErrNotFound) { // another closed it
 		w.failed("overtake", err)
 	}
 }
