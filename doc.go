@@ -88,6 +88,50 @@
 // fail with ErrInvalidBatch and write nothing. On such a store, reads of
 // any index check for staleness as reads of an Eventual index do.
 //
+// # Transactions
+//
+// A Tx writes records of several tables of one store together: Table.In
+// gives each table in the transaction (TableTx), with Get, GetVersioned,
+// Insert, Upsert, Update and Delete as the table has them, and
+// Tx.Commit applies every write in one Store.Apply, all or nothing.
+// Transact runs a function in a transaction and commits it, running it
+// again when the commit conflicts:
+//
+//	err := indextable.Transact(ctx, store, func(tx *indextable.Tx) error {
+//		s, err := stock.In(tx).Get(ctx, "pen")
+//		if err != nil {
+//			return err
+//		}
+//		s.Count--
+//		if _, err := stock.In(tx).Update(ctx, s); err != nil {
+//			return err
+//		}
+//		_, err = orders.In(tx).Insert(ctx, Order{ID: "o1", Item: "pen"})
+//		return err
+//	})
+//
+// Transactions are optimistic: nothing is written or locked before the
+// commit, whose batch expects every record the transaction read or wrote
+// as it read it (absent ones still absent) and fails with ErrConflict when
+// one changed. Reads are checked then, not when made: a function that
+// fails for another reason may have seen records of different moments.
+// Reads see the transaction's own writes; a record written twice is
+// planned once, from its state as read to its last. An Insert of a record
+// the transaction has not read takes it to be absent, as a single insert
+// does, and the commit reports ErrExists if it is not. Each record's
+// index maintenance follows the rules of a single write (synchronous
+// entries in the batch, eventual indexes through the queue, unique keys
+// checked and guarded); unique keys are checked at the commit against the
+// transaction's own records too, as it leaves them, so a key one record
+// frees another may take, and two records that take one key fail with
+// ErrUniqueViolation. The fallback rule does not apply: a transaction
+// whose batch the store's atomicity scope does not allow (on a
+// partitioned store, records of several partitions; on Azure Table
+// storage, more than 99 operations) is refused with ErrInvalidBatch and
+// writes nothing, never split. Queries (Find, Count, FindPage) are not
+// part of a transaction: they read the table as committed, and a
+// transaction that acts on what one found reads those records with Get.
+//
 // # The catalog and an index's lifecycle
 //
 // Each table keeps the definitions and states of its index tables in the

@@ -461,8 +461,9 @@ func (t *Table[T]) schemaMoved(ctx context.Context, view *indexView) bool {
 // batch, all or nothing. It returns an error wrapping ErrConflict when a
 // record it read or wrote changed since (or a unique key it takes was
 // taken, or the table's indexes changed): nothing was applied, and the
-// transaction may run again; ErrUniqueViolation when its records take a
-// unique key that another record holds, or that two of them take; and
+// transaction may run again; ErrExists when a record it inserted without
+// reading it exists; ErrUniqueViolation when its records take a unique
+// key that another record holds, or that two of them take; and
 // ErrInvalidBatch, saying why, when the store cannot apply the batch
 // atomically (see kv.Atomicity). A store's error, or ctx's, may leave the
 // transaction applied or not, all or nothing, as with a single write.
@@ -495,8 +496,10 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	b, planned, err := tx.plan(ctx)
 	if errors.Is(err, ErrUniqueViolation) {
 		// A record read before another changed it may seem to take a key
-		// that its record holds now: the reads conflict first.
-		err = tx.unlessStale(ctx, err)
+		// that its record holds now: a stale read conflicts first.
+		if stale := tx.staleRead(ctx); stale != nil {
+			err = stale
+		}
 	}
 	if err != nil {
 		return err
@@ -580,49 +583,52 @@ func (tx *Tx) checkViews(ctx context.Context) error {
 	return nil
 }
 
-// failed returns the error of a commit whose batch failed with err: when
-// it conflicted, ErrExists if a record the transaction inserted without
-// reading it exists, and whether a table's schema changed.
+// failed returns the error of a commit whose batch failed with err. When
+// it conflicted, it says why: ErrExists for a record the transaction
+// inserted without reading it that exists, a table whose schema changed
+// (whose view it then renews), or a record that changed since the
+// transaction read it.
 func (tx *Tx) failed(ctx context.Context, err error) error {
 	if !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("commit: %w", err)
 	}
-	for _, r := range tx.records {
-		if !r.blind {
-			continue
-		}
-		if _, gerr := tx.store.Get(ctx, r.a.factKey); gerr == nil {
-			return fmt.Errorf("%w: table %q, primary key %v", ErrExists, r.tbl.t.Name(), decodeForError(r.a.pk))
-		}
+	stale := tx.staleRead(ctx)
+	if errors.Is(stale, ErrExists) {
+		return stale
 	}
 	for _, tbl := range tx.tables {
 		if tbl.view != nil && tbl.t.schemaMoved(ctx, tbl.view) {
 			return fmt.Errorf("%w: table %q: its schema changed during the transaction", ErrConflict, tbl.t.Name())
 		}
 	}
+	if stale != nil {
+		return stale
+	}
 	return fmt.Errorf("commit: %w", err)
 }
 
-// unlessStale returns err, unless a record the transaction read changed
-// since: then an error wrapping ErrConflict.
-func (tx *Tx) unlessStale(ctx context.Context, err error) error {
+// staleRead returns an error wrapping ErrExists when a record that the
+// transaction inserted without reading it exists, or ErrConflict when a
+// record it read changed since, naming the record; else nil (or the
+// error of the reads).
+func (tx *Tx) staleRead(ctx context.Context) error {
 	keys := make([][]byte, len(tx.records))
 	for i, r := range tx.records {
 		keys[i] = r.a.factKey
 	}
-	now, gerr := tx.store.GetMany(ctx, keys, nil)
-	if gerr != nil {
-		return gerr
+	now, err := tx.store.GetMany(ctx, keys, nil)
+	if err != nil {
+		return err
 	}
 	for i, r := range tx.records {
 		if r.blind && now[i] != nil {
 			return fmt.Errorf("%w: table %q, primary key %v", ErrExists, r.tbl.t.Name(), decodeForError(r.a.pk))
 		}
 		if (now[i] == nil) != (r.a.oldValue == nil) || !bytes.Equal(now[i], r.a.oldValue) {
-			return fmt.Errorf("%w: table %q: record %v changed since the transaction read it (%v)", ErrConflict, r.tbl.t.Name(), decodeForError(r.a.pk), err)
+			return fmt.Errorf("%w: table %q: record %v changed since the transaction read it", ErrConflict, r.tbl.t.Name(), decodeForError(r.a.pk))
 		}
 	}
-	return err
+	return nil
 }
 
 // hintFor returns the hint key of the change record at key, of whichever

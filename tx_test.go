@@ -332,6 +332,13 @@ func TestTxConflicts(t *testing.T) {
 			_, err := people.Insert(ctx, person{ID: 7, Email: "c@e"})
 			return err
 		}, it.ErrUniqueViolation},
+		{"a record inserted unread came", func(p it.TableTx[person]) error {
+			_, err := p.Insert(ctx, person{ID: 8})
+			return err
+		}, func(people *it.Table[person]) error {
+			_, err := people.Insert(ctx, person{ID: 8})
+			return err
+		}, it.ErrExists},
 		{"a record read changed, and another took the key it freed", func(p it.TableTx[person]) error {
 			_, err := p.Update(ctx, person{ID: 1, Name: "A"})
 			if err == nil {
@@ -416,6 +423,10 @@ func TestTxAcrossTables(t *testing.T) {
 	o, err := orders.Get(ctx, "o1")
 	require.NoError(t, err)
 	require.Equal(t, 2, o.Count)
+	u, err := orders.Usage(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, u.Writes, "the transaction's write counts")
+	require.EqualValues(t, 1, u.Indexes["item"].Mutations, "and its entry")
 	st, err = stocks.Get(ctx, "pen")
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Count)
