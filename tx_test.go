@@ -569,6 +569,59 @@ func TestTxSchemaChange(t *testing.T) {
 	requireClean(t, people)
 }
 
+// TestTxSchemaChangeElsewhere: another handle's change of the indexes
+// moves the schema version, which the commit expects: it conflicts, the
+// handle reads the catalog again, and the next run commits.
+func TestTxSchemaChangeElsewhere(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	people, other := openPeople(t, s), openPeople(t, s)
+	runs := 0
+	err := it.Transact(ctx, s, func(tx *it.Tx) error {
+		runs++
+		if _, err := people.In(tx).Insert(ctx, person{ID: 1, Town: "R"}); err != nil {
+			return err
+		}
+		if runs == 1 {
+			return other.DisableIndex(ctx, "town")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, runs)
+	_, err = people.Count(ctx, it.Query{Index: "town", Eq: it.Tuple{"R"}})
+	require.ErrorIs(t, err, it.ErrIndexNotReadable, "the handle knows the index is disabled")
+	requireClean(t, people)
+}
+
+// TestTxConcurrentUse: goroutines may share a transaction.
+func TestTxConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	people := openPeople(t, s)
+	tx := it.NewTx(s)
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for i := range 10 {
+				if err == nil {
+					_, err = people.In(tx).Insert(ctx, person{ID: 10*g + i, Town: "R"})
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		require.NoError(t, <-done)
+	}
+	require.NoError(t, tx.Commit(ctx))
+	n, err := people.Count(ctx, it.Query{Index: "town", Eq: it.Tuple{"R"}})
+	require.NoError(t, err)
+	require.Equal(t, 40, n)
+	requireClean(t, people)
+}
+
 // TestTransact: Transact runs its function again when the commit
 // conflicts, and returns any other error as it is.
 func TestTransact(t *testing.T) {
