@@ -151,7 +151,7 @@ func (t *Table[T]) compileWhere(q Query, p *scanPlan) error {
 		}
 		w, _, err := queryComponent(&f, q.Where[name])
 		if err != nil {
-			return wrapErrorf(ErrInvalidQuery, err, "Where %q", name)
+			return wrapErrorf(ErrInvalidQuery, err, "Where")
 		}
 		want, err := kv.AppendElement(nil, w)
 		if err != nil {
@@ -267,7 +267,7 @@ func fieldComponents(q *Query, fields []field) error {
 	for i, v := range q.Eq {
 		w, converted, err := queryComponent(&fields[i], v)
 		if err != nil {
-			return err
+			return wrapErrorf(ErrInvalidQuery, err, "Eq")
 		}
 		if converted {
 			if !cloned {
@@ -276,11 +276,11 @@ func fieldComponents(q *Query, fields []field) error {
 			q.Eq[i] = w
 		}
 	}
-	for _, b := range []**Bound{&q.Lower, &q.Upper} {
+	for i, b := range []**Bound{&q.Lower, &q.Upper} {
 		if *b != nil {
 			w, converted, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
 			if err != nil {
-				return err
+				return wrapErrorf(ErrInvalidQuery, err, "%s bound", [...]string{"lower", "upper"}[i])
 			}
 			if converted {
 				*b = &Bound{Value: w, Exclusive: (*b).Exclusive}

@@ -332,7 +332,7 @@ func (t *Table[T]) factKeyOf(dst []byte, pk Tuple) ([]byte, error) {
 			key, err = kv.AppendElement(key, w)
 		}
 		if err != nil {
-			return nil, wrapErrorf(ErrInvalidKey, err, "")
+			return nil, wrapErrorf(ErrInvalidKey, err, "table %q, primary key", t.name)
 		}
 	}
 	return key, nil
