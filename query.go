@@ -7,13 +7,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/internal/tuple"
-	"github.com/indextable/indextable/kv"
 	"hash/fnv"
 	"iter"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 )
 
 // Query errors.

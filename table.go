@@ -5,14 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/internal/tuple"
-	"github.com/indextable/indextable/kv"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 )
 
 // Table errors, in addition to the Store errors.
