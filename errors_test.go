@@ -242,6 +242,7 @@ func TestErrorsOfKV(t *testing.T) {
 		{"ErrClosed", it.ErrClosed, kv.ErrClosed},
 		{"ErrConflict", it.ErrConflict, kv.ErrConflict},
 		{"ErrInvalidBatch", it.ErrInvalidBatch, kv.ErrInvalidBatch},
+		{"ErrInvalidArgument", it.ErrInvalidArgument, kv.ErrInvalidArgument},
 		{"ErrReadOnly", it.ErrReadOnly, kv.ErrReadOnly},
 		{"ErrUnsupportedType", it.ErrUnsupportedType, kv.ErrUnsupportedType},
 		{"ErrMalformedKey", it.ErrMalformedKey, kv.ErrMalformedKey},

@@ -93,7 +93,10 @@ type Query struct {
 // int field, but 2.5 does not bound an int field, nor 16777217 a float32
 // one (float32 cannot hold it); those queries fail with ErrInvalidQuery. A
 // float for a float32 field is rounded to float32, as the field's values
-// were. Integers of any size and sign compare by value.
+// were. Integers of any size and sign compare by value. An index with a
+// Key func declares no field: its values are compared as encoded, where
+// every integer sorts before every float, so give it the kinds its Key
+// func returns.
 type Bound struct {
 	// Value is compared with the key component, as a tuple element.
 	Value any

@@ -28,9 +28,6 @@ var (
 	// ErrInvalidKey reports a primary key, or a computed index key, that does
 	// not fit the schema.
 	ErrInvalidKey = errors.New("indextable: invalid key")
-	// ErrInvalidArgument reports an argument a call cannot use at all: a
-	// nil context, store or option.
-	ErrInvalidArgument = errors.New("indextable: invalid argument")
 	// ErrStaleSchema reports a write that a table cannot make with the
 	// indexes it knows: another process added or redefined an index that
 	// this program cannot maintain (one with a Key func, or over fields
