@@ -114,6 +114,7 @@ lint:
 	$(RELEASEGO) vet ./...
 
 examples:
+	$(GO) run ./examples/quickstart
 	$(GO) run ./examples/customers
 	$(GO) run ./examples/movies
 	$(GO) run ./examples/lifecycle

@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+
 	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
-	"slices"
 )
 
 // BuildOptions configures Build.

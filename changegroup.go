@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/kv"
 	"slices"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // changeGroup is the pending changes of one record.

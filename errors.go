@@ -22,6 +22,9 @@ var (
 	// ErrInvalidBatch reports a batch that the store cannot apply atomically
 	// or that touches one key twice: a write too big for its store.
 	ErrInvalidBatch = kv.ErrInvalidBatch
+	// ErrInvalidArgument reports an argument a call cannot use at all: a
+	// nil context, store or option.
+	ErrInvalidArgument = kv.ErrInvalidArgument
 	// ErrReadOnly reports a write to a store opened for reading only (for
 	// tools); like ErrClosed, no retry helps.
 	ErrReadOnly = kv.ErrReadOnly

@@ -122,20 +122,20 @@ func TestErrorsOfBadInput(t *testing.T) {
 			tbl, _ := errTable(t, nil)
 			_, err := tbl.Get(ctx, []int{1})
 			return err
-		}, []error{it.ErrInvalidKey, it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid key: invalid query: field "ID": a query value is one key component: unsupported key type: []int`},
+		}, []error{it.ErrInvalidKey, it.ErrUnsupportedType}, `indextable: invalid key: table "errs", primary key: unsupported key type: field "ID" takes one key component, not []int`},
 		{"Get, a primary key of the wrong type", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			_, err := tbl.Get(ctx, "1")
 			return err
-		}, []error{it.ErrInvalidKey, it.ErrInvalidQuery}, `indextable: invalid key: invalid query: field "ID" holds integer values`},
+		}, []error{it.ErrInvalidKey}, `indextable: invalid key: table "errs", primary key: field "ID" holds integer values, not string`},
 		{"Delete, a primary key of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return tbl.Delete(ctx, it.Tuple{[]int{1}})
-		}, []error{it.ErrInvalidKey, it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid key: invalid query: field "ID": a query value is one key component: unsupported key type: []int`},
+		}, []error{it.ErrInvalidKey, it.ErrUnsupportedType}, `indextable: invalid key: table "errs", primary key: unsupported key type: field "ID" takes one key component, not []int`},
 		{"Eq of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Index: "age", Eq: it.Tuple{[]int{1}}})
-		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: field "Age": a query value is one key component: unsupported key type: []int`},
+		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: Eq: unsupported key type: field "Age" takes one key component, not []int`},
 		{"Eq of a computed index, of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Index: "computed", Eq: it.Tuple{make(chan int)}})
@@ -147,7 +147,7 @@ func TestErrorsOfBadInput(t *testing.T) {
 		{"upper bound of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Index: "age", Upper: &it.Bound{Value: []int{1}}})
-		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: field "Age": a query value is one key component: unsupported key type: []int`},
+		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: upper bound: unsupported key type: field "Age" takes one key component, not []int`},
 		{"Where on no field", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Where: map[string]any{"Nope": 1}})
@@ -155,11 +155,11 @@ func TestErrorsOfBadInput(t *testing.T) {
 		{"Where of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Where: map[string]any{"Age": []int{1}}})
-		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: Where "Age": field "Age": a query value is one key component: unsupported key type: []int`},
+		}, []error{it.ErrInvalidQuery, it.ErrUnsupportedType}, `indextable: invalid query: Where: unsupported key type: field "Age" takes one key component, not []int`},
 		{"Where of the wrong type", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			return countErr(tbl, it.Query{Where: map[string]any{"Age": "1"}})
-		}, []error{it.ErrInvalidQuery}, `indextable: invalid query: Where "Age": field "Age" holds integer values`},
+		}, []error{it.ErrInvalidQuery}, `indextable: invalid query: Where: field "Age" holds integer values, not string`},
 		{"a Key func's key of a type with no encoding", func(t *testing.T) error {
 			tbl, _ := errTable(t, nil)
 			_, err := tbl.Insert(ctx, errRec{ID: 2, Note: "chan"})
@@ -242,6 +242,7 @@ func TestErrorsOfKV(t *testing.T) {
 		{"ErrClosed", it.ErrClosed, kv.ErrClosed},
 		{"ErrConflict", it.ErrConflict, kv.ErrConflict},
 		{"ErrInvalidBatch", it.ErrInvalidBatch, kv.ErrInvalidBatch},
+		{"ErrInvalidArgument", it.ErrInvalidArgument, kv.ErrInvalidArgument},
 		{"ErrReadOnly", it.ErrReadOnly, kv.ErrReadOnly},
 		{"ErrUnsupportedType", it.ErrUnsupportedType, kv.ErrUnsupportedType},
 		{"ErrMalformedKey", it.ErrMalformedKey, kv.ErrMalformedKey},

@@ -258,5 +258,5 @@ func ExampleBound() {
 	// Output:
 	// 2 priced from 100
 	// 1 with 12 in stock
-	// indextable: invalid query: field "Stock" holds int32 values: 2.5 is not a whole number
+	// indextable: invalid query: upper bound: field "Stock" holds int32 values: 2.5 is not a whole number
 }

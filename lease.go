@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
-	"time"
 )
 
 // errLeaseHeld reports a partition leased to another maintainer.

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/indextable/indextable/kv"
 	"reflect"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // changeOverhead is the most bytes a change record's value adds to the

@@ -6,13 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/kv"
 	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // MaintainerOptions configures a maintainer.

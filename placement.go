@@ -3,9 +3,10 @@ package indextable
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+
 	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
-	"reflect"
 )
 
 // Placement says where an index table's entries lie on a store whose

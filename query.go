@@ -7,13 +7,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/internal/tuple"
-	"github.com/indextable/indextable/kv"
 	"hash/fnv"
 	"iter"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 )
 
 // Query errors.
@@ -92,7 +93,10 @@ type Query struct {
 // int field, but 2.5 does not bound an int field, nor 16777217 a float32
 // one (float32 cannot hold it); those queries fail with ErrInvalidQuery. A
 // float for a float32 field is rounded to float32, as the field's values
-// were. Integers of any size and sign compare by value.
+// were. Integers of any size and sign compare by value. An index with a
+// Key func declares no field: its values are compared as encoded, where
+// every integer sorts before every float, so give it the kinds its Key
+// func returns.
 type Bound struct {
 	// Value is compared with the key component, as a tuple element.
 	Value any
@@ -151,7 +155,7 @@ func (t *Table[T]) compileWhere(q Query, p *scanPlan) error {
 		}
 		w, _, err := queryComponent(&f, q.Where[name])
 		if err != nil {
-			return wrapErrorf(ErrInvalidQuery, err, "Where %q", name)
+			return wrapErrorf(ErrInvalidQuery, err, "Where")
 		}
 		want, err := kv.AppendElement(nil, w)
 		if err != nil {
@@ -267,7 +271,7 @@ func fieldComponents(q *Query, fields []field) error {
 	for i, v := range q.Eq {
 		w, converted, err := queryComponent(&fields[i], v)
 		if err != nil {
-			return err
+			return wrapErrorf(ErrInvalidQuery, err, "Eq")
 		}
 		if converted {
 			if !cloned {
@@ -276,11 +280,11 @@ func fieldComponents(q *Query, fields []field) error {
 			q.Eq[i] = w
 		}
 	}
-	for _, b := range []**Bound{&q.Lower, &q.Upper} {
+	for i, b := range []**Bound{&q.Lower, &q.Upper} {
 		if *b != nil {
 			w, converted, err := queryComponent(&fields[len(q.Eq)], (*b).Value)
 			if err != nil {
-				return err
+				return wrapErrorf(ErrInvalidQuery, err, "%s bound", [...]string{"lower", "upper"}[i])
 			}
 			if converted {
 				*b = &Bound{Value: w, Exclusive: (*b).Exclusive}

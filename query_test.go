@@ -1419,3 +1419,34 @@ func idsInOrder(people []person) []int {
 	}
 	return out
 }
+
+func TestFloat32BoundsNeverBecomeInfinite(t *testing.T) {
+	type rec struct {
+		ID    int
+		Small float32
+	}
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "f", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+		Indexes: []it.Index[rec]{{Name: "small", Fields: []string{"Small"}}}})
+	require.NoError(t, err)
+	for i, v := range []float32{float32(math.Inf(-1)), 1, float32(math.Inf(1))} {
+		_, err := tbl.Insert(ctx, rec{ID: i, Small: v})
+		require.NoError(t, err)
+	}
+	for _, c := range []struct {
+		name string
+		q    it.Query
+		max  int // records that may be found: those the value selects exactly
+	}{
+		{"Eq 1e39", it.Query{Index: "small", Eq: it.Tuple{1e39}}, 0},
+		{"Upper Inclusive 1e39", it.Query{Index: "small", Upper: it.Inclusive(1e39)}, 2},
+		{"Lower Inclusive -1e300", it.Query{Index: "small", Lower: it.Inclusive(-1e300)}, 2},
+	} {
+		n, err := tbl.Count(ctx, c.q)
+		if err != nil {
+			require.ErrorIs(t, err, it.ErrInvalidQuery, c.name)
+			continue
+		}
+		require.LessOrEqual(t, n, c.max, "%s: a finite bound selected an infinite value", c.name)
+	}
+}

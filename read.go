@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/internal/tuple"
-	"github.com/indextable/indextable/kv"
 	"iter"
 	"math"
 	"reflect"
 	"slices"
 	"unsafe"
+
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 )
 
 // read yields the records of plan p, or an error as the last call; when

@@ -132,8 +132,9 @@ func kindClass(t reflect.Type) string {
 	return t.String()
 }
 
-// queryComponent checks that query value v may be compared with field f
-// and returns it as the field would store it: nil matches anything (a nil
+// queryComponent checks that value v (of a query, or a primary key) may be
+// compared with field f, saying why not for its caller to wrap, and returns
+// it as the field would store it: nil matches anything (a nil
 // pointer is indexed as nil); otherwise the encoded element types must
 // agree, but for numbers: an integer for a float field, or a float for an
 // integer field, is converted when that keeps its value exactly, and a
@@ -149,7 +150,7 @@ func queryComponent(f *field, v any) (w any, converted bool, err error) {
 		vt = vt.Elem()
 	}
 	if vt.Kind() == reflect.Slice && vt.Elem().Kind() != reflect.Uint8 {
-		return nil, false, wrapErrorf(ErrInvalidQuery, fmt.Errorf("%w: %T", ErrUnsupportedType, v), "field %q: a query value is one key component", f.name)
+		return nil, false, fmt.Errorf("%w: field %q takes one key component, not %T", ErrUnsupportedType, f.name, v)
 	}
 	t := f.typ
 	if f.multi {
@@ -163,7 +164,7 @@ func queryComponent(f *field, v any) (w any, converted bool, err error) {
 		return v, false, nil
 	}
 	if !isNumber(want) || !isNumber(got) {
-		return nil, false, fmt.Errorf("%w: field %q holds %s values, the query gives %T", ErrInvalidQuery, f.name, want, v)
+		return nil, false, fmt.Errorf("field %q holds %s values, not %T", f.name, want, v)
 	}
 	if rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
@@ -173,7 +174,7 @@ func queryComponent(f *field, v any) (w any, converted bool, err error) {
 	}
 	w, err = exactNumber(rv, t.Kind())
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: field %q holds %s values: %w", ErrInvalidQuery, f.name, t, err)
+		return nil, false, fmt.Errorf("field %q holds %s values: %w", f.name, t, err)
 	}
 	return w, true, nil
 }
@@ -212,6 +213,9 @@ func exactNumber(rv reflect.Value, k reflect.Kind) (any, error) {
 		f = rv.Float()
 	}
 	if k == reflect.Float32 {
+		if math.Abs(f) > math.MaxFloat32 && !math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%v is out of the range of float32", rv)
+		}
 		r := float64(float32(f))
 		exact = exact && (r == f || rv.CanFloat())
 		f = r

@@ -7,12 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/kv"
 	"go/token"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // errRecordType reports a record type that no descriptor can describe.

@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/kv"
 	"slices"
 	"time"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // DefaultSchemaLease is the SchemaLease of a Schema that sets none.

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/internal/tuple"
-	"github.com/indextable/indextable/kv"
 	"iter"
 	"math"
 	"reflect"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 )
 
 // ErrInvalidSharding reports a ShardedStore asked for with no shards, a

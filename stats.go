@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+
 	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
 )

@@ -5,14 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/internal/tuple"
-	"github.com/indextable/indextable/kv"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/indextable/indextable/internal/tuple"
+	"github.com/indextable/indextable/kv"
 )
 
 // Table errors, in addition to the Store errors.
@@ -27,9 +28,6 @@ var (
 	// ErrInvalidKey reports a primary key, or a computed index key, that does
 	// not fit the schema.
 	ErrInvalidKey = errors.New("indextable: invalid key")
-	// ErrInvalidArgument reports an argument a call cannot use at all: a
-	// nil context, store or option.
-	ErrInvalidArgument = errors.New("indextable: invalid argument")
 	// ErrStaleSchema reports a write that a table cannot make with the
 	// indexes it knows: another process added or redefined an index that
 	// this program cannot maintain (one with a Key func, or over fields
@@ -332,7 +330,7 @@ func (t *Table[T]) factKeyOf(dst []byte, pk Tuple) ([]byte, error) {
 			key, err = kv.AppendElement(key, w)
 		}
 		if err != nil {
-			return nil, wrapErrorf(ErrInvalidKey, err, "")
+			return nil, wrapErrorf(ErrInvalidKey, err, "table %q, primary key", t.name)
 		}
 	}
 	return key, nil

@@ -284,3 +284,22 @@ func TestCanceledContext(t *testing.T) {
 	_, err = it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "x", PrimaryKey: []string{"ID"}})
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// TestPrimaryKeyValueErrorsSayWhere: a primary key value of the
+// wrong kind, given to Get or Delete, fails with ErrInvalidKey naming the
+// table, as a wrong number of components does, and not as an invalid
+// query (the house rule: wrapped once, with what and where).
+func TestPrimaryKeyValueErrorsSayWhere(t *testing.T) {
+	type rec struct{ ID int32 }
+	ctx := context.Background()
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "accounts", PrimaryKey: []string{"ID"}})
+	require.NoError(t, err)
+	_, err = tbl.Get(ctx, 2.5)
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.NotErrorIs(t, err, it.ErrInvalidQuery, err.Error())
+	require.Contains(t, err.Error(), `table "accounts"`)
+	err = tbl.Delete(ctx, "x")
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.NotErrorIs(t, err, it.ErrInvalidQuery, err.Error())
+	require.Contains(t, err.Error(), `table "accounts"`)
+}

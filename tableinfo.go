@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+
 	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
-	"slices"
 )
 
 // IndexInfo is one index of a TableInfo.

@@ -6,12 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/kv"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // IndexUsage is what one index table has done, counted as the library runs.

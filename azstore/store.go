@@ -44,7 +44,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/kv"
 )
 
@@ -93,7 +92,7 @@ var _ kv.Store = (*Store)(nil)
 // allowed, open the store with OpenClient.
 func Open(ctx context.Context, connectionString string, opts Options) (*Store, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("azstore: %w: nil context", indextable.ErrInvalidArgument)
+		return nil, fmt.Errorf("azstore: %w: nil context", kv.ErrInvalidArgument)
 	}
 	if opts.Table == "" {
 		opts.Table = "indextable"
@@ -124,9 +123,9 @@ func Open(ctx context.Context, connectionString string, opts Options) (*Store, e
 func OpenClient(ctx context.Context, client *aztables.Client) (*Store, error) {
 	switch {
 	case ctx == nil:
-		return nil, fmt.Errorf("azstore: %w: nil context", indextable.ErrInvalidArgument)
+		return nil, fmt.Errorf("azstore: %w: nil context", kv.ErrInvalidArgument)
 	case client == nil:
-		return nil, fmt.Errorf("azstore: %w: nil client", indextable.ErrInvalidArgument)
+		return nil, fmt.Errorf("azstore: %w: nil client", kv.ErrInvalidArgument)
 	}
 	_, err := client.GetEntity(ctx, partitionKey(nil), rowKey(nil), nil)
 	switch {
@@ -152,7 +151,7 @@ func notFound(err error) bool {
 // begin returns an error for a nil or done context or a closed store.
 func (s *Store) begin(ctx context.Context) error {
 	if ctx == nil {
-		return fmt.Errorf("azstore: %w: nil context", indextable.ErrInvalidArgument)
+		return fmt.Errorf("azstore: %w: nil context", kv.ErrInvalidArgument)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("azstore: %w", err)

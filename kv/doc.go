@@ -4,7 +4,9 @@
 // the keys a table writes. It is to package indextable what
 // database/sql/driver is to database/sql: a program that only picks a
 // store (indextable.MemoryStore, a ShardedStore, pebblestore, azstore)
-// passes it to indextable.Open and need not import kv.
+// passes it to indextable.Open; it names kv.Store only where it holds one
+// store of several kinds in a variable, or shards a ShardedStore over
+// them.
 //
 // # The contract
 //
@@ -30,6 +32,7 @@
 //   - ErrInvalidBatch from Apply, for a batch it cannot apply;
 //   - ErrClosed from any call after Close, and ErrReadOnly from a write to
 //     a store opened for reading only.
+//   - ErrInvalidArgument from any call given a nil context.
 //
 // Package indextable declares the same values under the same names, so
 // its users test errors.Is(err, indextable.ErrNotFound) whatever the

@@ -86,6 +86,9 @@ var (
 	// ErrInvalidBatch reports a batch that the store cannot apply atomically
 	// or that touches one key twice.
 	ErrInvalidBatch = errors.New("indextable: invalid batch")
+	// ErrInvalidArgument reports an argument a call cannot use at all: a
+	// store returns it for a nil context (storetest checks that).
+	ErrInvalidArgument = errors.New("indextable: invalid argument")
 	// ErrReadOnly reports a write to a store opened for reading only (for
 	// tools); like ErrClosed, no retry helps.
 	ErrReadOnly = errors.New("indextable: read-only store")

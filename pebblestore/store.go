@@ -45,7 +45,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/kv"
 )
 
@@ -131,7 +130,7 @@ var _ kv.Store = (*Store)(nil)
 // Open opens the store in dir, creating the directory and an empty store if
 // needed. It fails with an error wrapping ErrLocked when another store holds
 // dir, ErrInvalidDir when dir is empty or not a directory, ErrNoStore when
-// dir must hold a store and does not, and indextable.ErrInvalidArgument
+// dir must hold a store and does not, and kv.ErrInvalidArgument
 // when an option is invalid, before it creates anything.
 func Open(dir string, opts Options) (*Store, error) {
 	po, err := pebbleOptions(opts)
@@ -171,11 +170,11 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // pebbleOptions returns the Pebble options of opts, without a Lock, or an
-// error wrapping indextable.ErrInvalidArgument for an option that is out of
+// error wrapping kv.ErrInvalidArgument for an option that is out of
 // range, that the store cannot honour, or that Pebble refuses.
 func pebbleOptions(opts Options) (*pebble.Options, error) {
 	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("pebblestore: %w: %s", indextable.ErrInvalidArgument, fmt.Sprintf(format, args...))
+		return fmt.Errorf("pebblestore: %w: %s", kv.ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
 	po := &pebble.Options{}
 	if opts.Pebble != nil {
@@ -281,7 +280,7 @@ func (s *Store) DB() *pebble.DB {
 // when err is nil.
 func (s *Store) open(ctx context.Context) (*pebble.DB, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("pebblestore: %w: nil context", indextable.ErrInvalidArgument)
+		return nil, fmt.Errorf("pebblestore: %w: nil context", kv.ErrInvalidArgument)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)

@@ -46,7 +46,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -972,7 +971,7 @@ func testNilContext(t *testing.T, s kv.Store) {
 	key, other := k[0], k[1]
 	put(t, s, key, bs("v"))
 	var noContext context.Context
-	requireRefused(t, s, noContext, key, other, indextable.ErrInvalidArgument)
+	requireRefused(t, s, noContext, key, other, kv.ErrInvalidArgument)
 }
 
 // requireRefused checks that every call with ctx fails with an error

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -45,13 +47,36 @@ type indexReport struct {
 	Usage      *usageReport `json:"usage,omitempty"`
 }
 
+// keyJSON is a key in JSON: an array of its components, as encoding/json
+// writes them, but for the floats JSON has no number for, written as the
+// strings "+Inf", "-Inf" and "NaN".
+type keyJSON indextable.Tuple
+
+// String shows k as a Tuple does.
+func (k keyJSON) String() string { return indextable.Tuple(k).String() }
+
+// MarshalJSON writes k as an array.
+func (k keyJSON) MarshalJSON() ([]byte, error) {
+	if k == nil {
+		return []byte("null"), nil
+	}
+	out := make([]any, len(k))
+	for i, v := range k {
+		out[i] = v
+		if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			out[i] = strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return json.Marshal(out)
+}
+
 // statsReport is indextable.IndexStats: what an index table holds.
 type statsReport struct {
-	Entries       int64            `json:"entries"`
-	DistinctKeys  int64            `json:"distinctKeys"`
-	CommonKey     indextable.Tuple `json:"commonKey"`
-	CommonEntries int64            `json:"commonEntries"`
-	Bytes         int64            `json:"bytes"`
+	Entries       int64   `json:"entries"`
+	DistinctKeys  int64   `json:"distinctKeys"`
+	CommonKey     keyJSON `json:"commonKey"`
+	CommonEntries int64   `json:"commonEntries"`
+	Bytes         int64   `json:"bytes"`
 	// Prefixes measure each leading part of the key, the first component
 	// first.
 	Prefixes []prefixReport `json:"prefixes,omitempty"`
@@ -59,9 +84,9 @@ type statsReport struct {
 
 // prefixReport is indextable.PrefixStats: the key prefixes of one length.
 type prefixReport struct {
-	Distinct      int64            `json:"distinct"`
-	Common        indextable.Tuple `json:"common"`
-	CommonEntries int64            `json:"commonEntries"`
+	Distinct      int64   `json:"distinct"`
+	Common        keyJSON `json:"common"`
+	CommonEntries int64   `json:"commonEntries"`
 }
 
 // usageReport is indextable.IndexUsage, what an index did, and the write
@@ -88,8 +113,8 @@ type fieldReads struct {
 
 // keyReads is indextable.KeyReads: how many queries fixed the key prefix.
 type keyReads struct {
-	Key   indextable.Tuple `json:"key"`
-	Reads int64            `json:"reads"`
+	Key   keyJSON `json:"key"`
+	Reads int64   `json:"reads"`
 }
 
 // findingReport is indextable.Finding. Kind is the finding's name
@@ -120,18 +145,18 @@ type checkReport struct {
 
 // driftReport is indextable.Drift: one difference.
 type driftReport struct {
-	Kind       string           `json:"kind"`
-	Index      string           `json:"index"`
-	Key        indextable.Tuple `json:"key"`
-	PrimaryKey indextable.Tuple `json:"primaryKey"`
-	Repaired   bool             `json:"repaired"`
+	Kind       string  `json:"kind"`
+	Index      string  `json:"index"`
+	Key        keyJSON `json:"key"`
+	PrimaryKey keyJSON `json:"primaryKey"`
+	Repaired   bool    `json:"repaired"`
 }
 
 // statsOf converts s.
 func statsOf(s indextable.IndexStats) *statsReport {
-	r := &statsReport{Entries: s.Entries, DistinctKeys: s.DistinctKeys, CommonKey: s.CommonKey, CommonEntries: s.CommonEntries, Bytes: s.Bytes}
+	r := &statsReport{Entries: s.Entries, DistinctKeys: s.DistinctKeys, CommonKey: keyJSON(s.CommonKey), CommonEntries: s.CommonEntries, Bytes: s.Bytes}
 	for _, p := range s.Prefixes {
-		r.Prefixes = append(r.Prefixes, prefixReport{Distinct: p.Distinct, Common: p.Common, CommonEntries: p.CommonEntries})
+		r.Prefixes = append(r.Prefixes, prefixReport{Distinct: p.Distinct, Common: keyJSON(p.Common), CommonEntries: p.CommonEntries})
 	}
 	return r
 }
@@ -146,7 +171,7 @@ func usageOf(u indextable.IndexUsage, writes int64) *usageReport {
 		return cmp.Or(cmp.Compare(b.Reads, a.Reads), strings.Compare(a.Field, b.Field))
 	})
 	for _, k := range u.ReadKeys {
-		r.ReadKeys = append(r.ReadKeys, keyReads{Key: k.Key, Reads: k.Reads})
+		r.ReadKeys = append(r.ReadKeys, keyReads{Key: keyJSON(k.Key), Reads: k.Reads})
 	}
 	if writes > 0 {
 		r.WriteAmplification = float64(u.Mutations) / float64(writes)
@@ -171,7 +196,7 @@ func checkOf(name string, r *indextable.VerifyReport) checkReport {
 		c.Drift[kindName(k)] += n
 	}
 	for _, d := range r.Samples {
-		c.Samples = append(c.Samples, driftReport{Kind: kindName(d.Kind), Index: d.Index, Key: d.Key, PrimaryKey: d.PrimaryKey, Repaired: d.Repaired})
+		c.Samples = append(c.Samples, driftReport{Kind: kindName(d.Kind), Index: d.Index, Key: keyJSON(d.Key), PrimaryKey: keyJSON(d.PrimaryKey), Repaired: d.Repaired})
 		c.text = append(c.text, d.String())
 	}
 	return c

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -98,7 +99,7 @@ func TestCheckOf(t *testing.T) {
 		Samples: []indextable.Drift{{Kind: indextable.DriftUniqueViolation, Index: "email", Key: indextable.Tuple{"a"}, PrimaryKey: indextable.Tuple{int64(2)}}}}
 	c := checkOf("t", r)
 	assert.Equal(t, map[string]int{"uniqueViolation": 1, "missing": 2}, c.Drift)
-	assert.Equal(t, []driftReport{{Kind: "uniqueViolation", Index: "email", Key: indextable.Tuple{"a"}, PrimaryKey: indextable.Tuple{int64(2)}}}, c.Samples)
+	assert.Equal(t, []driftReport{{Kind: "uniqueViolation", Index: "email", Key: keyJSON{"a"}, PrimaryKey: keyJSON{int64(2)}}}, c.Samples)
 	assert.Equal(t, 3, c.total)
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
@@ -112,7 +113,37 @@ func TestUsageOf(t *testing.T) {
 	u := usageOf(indextable.IndexUsage{Reads: 5, Mutations: 30, FieldsRead: map[string]int64{"Town": 2, "Email": 5, "ID": 2},
 		ReadKeys: []indextable.KeyReads{{Key: indextable.Tuple{"T3"}, Reads: 4}}}, 10)
 	assert.Equal(t, []fieldReads{{"Email", 5}, {"ID", 2}, {"Town", 2}}, u.FieldsRead)
-	assert.Equal(t, []keyReads{{indextable.Tuple{"T3"}, 4}}, u.ReadKeys)
+	assert.Equal(t, []keyReads{{keyJSON{"T3"}, 4}}, u.ReadKeys)
 	assert.InDelta(t, 3.0, u.WriteAmplification, 1e-9)
 	assert.Zero(t, usageOf(indextable.IndexUsage{Mutations: 3}, 0).WriteAmplification)
+}
+
+// TestJSONOfInfiniteKeys: -json prints a report for a store whose keys
+// hold infinities or NaN (a float index, the most common key +Inf), which
+// JSON has no numbers for: they are written as strings, where
+// encoding/json refused them and the whole report was lost.
+func TestJSONOfInfiniteKeys(t *testing.T) {
+	type reading struct {
+		ID    int
+		Value float64
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	ctx := context.Background()
+	store, err := pebblestore.Open(dir, pebblestore.Options{NoSync: true})
+	require.NoError(t, err)
+	tbl, err := indextable.Open(ctx, store, indextable.Schema[reading]{Name: "readings", PrimaryKey: []string{"ID"},
+		Codec: &indextable.BinaryCodec{}, Indexes: []indextable.Index[reading]{{Name: "value", Fields: []string{"Value"}}}})
+	require.NoError(t, err)
+	for i, v := range []float64{math.Inf(1), math.Inf(1), math.NaN(), 1} {
+		_, err := tbl.Insert(ctx, reading{ID: i, Value: v})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tbl.SaveUsage(ctx))
+	require.NoError(t, store.Close())
+	for _, cmd := range []string{"stats", "advise"} {
+		out, errs, code := runCLI(t, cmd, "-json", dir)
+		require.Equal(t, exitOK, code, "%s: %s", cmd, errs)
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(out), &v), "%s: %s", cmd, out)
+	}
 }

@@ -4,9 +4,10 @@ package countingstore
 
 import (
 	"context"
-	"github.com/indextable/indextable/kv"
 	"iter"
 	"sync/atomic"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // Counts is a snapshot of the calls made through a Store.

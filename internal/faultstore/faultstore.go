@@ -16,9 +16,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indextable/indextable/kv"
 	"iter"
 	"sync"
+
+	"github.com/indextable/indextable/kv"
 )
 
 // Op is a kind of store call.

@@ -34,7 +34,8 @@ func treeFiles(dir string) ([]string, error) {
 	if err != nil || strings.TrimSpace(string(out)) != "true" {
 		return walkFiles(dir)
 	}
-	cmd := exec.Command("git", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	// Tracked files only: what a tag of the commit holds.
+	cmd := exec.Command("git", "-C", dir, "ls-files", "-z", "--cached")
 	cmd.Stderr = os.Stderr
 	if out, err = cmd.Output(); err != nil {
 		return nil, err
