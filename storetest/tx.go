@@ -96,10 +96,9 @@ func txSchema() indextable.Schema[txAccount] {
 var txOwners = []string{"ann", "bob", "cy"}
 
 const (
-	txWriters      = 4
-	txReaders      = 2
-	txOpening      = 100 // each account's balance at the start
-	txFirstHandles = "h"
+	txWriters = 4
+	txReaders = 2
+	txOpening = 100 // each account's balance at the start
 )
 
 type txKey struct {
@@ -149,7 +148,7 @@ func (r *txRun) load() {
 	r.events = map[txKey][]txEvent{}
 	for _, bank := range r.opts.Banks {
 		for id := range r.opts.Accounts {
-			a := txAccount{Bank: bank, ID: id, Owner: txOwners[id%len(txOwners)], Handle: fmt.Sprint(txFirstHandles, id),
+			a := txAccount{Bank: bank, ID: id, Owner: txOwners[id%len(txOwners)], Handle: fmt.Sprint("h", id),
 				Balance: txOpening, Note: "opened"}
 			v, err := r.tbl.Insert(r.ctx, a)
 			require.NoError(r.t, err)
@@ -265,7 +264,7 @@ func (r *txRun) readSums() {
 			sum += s.rec.Balance
 		}
 		if want := txOpening * r.opts.Accounts * len(banks); sum != want {
-			r.t.Errorf("banks %v: a transaction read a sum of %d, want %d: %v", banks, sum, want, got)
+			r.t.Errorf("banks %v: a transaction read a sum of %d, want %d", banks, sum, want)
 		}
 	}
 }
