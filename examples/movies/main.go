@@ -64,51 +64,11 @@ func run(ctx context.Context, s kv.Store) error {
 	if err := showPlacement(ctx, s, table); err != nil {
 		return err
 	}
-	// A store that outlives the run (-pebble, -azure) holds the movies of
-	// an earlier run, with their index tables.
-	n, err := table.Count(ctx, indextable.Query{})
-	if err != nil {
+	if err := load(ctx, table); err != nil {
 		return err
 	}
-	if n > 0 {
-		fmt.Printf("Found %d movies from an earlier run, and their actor index table.\n\n", n)
-		// A run of an earlier version of this example left no genre_year
-		// index: Open added it write-only, and Build fills it.
-		if err := table.Build(ctx, indextable.BuildOptions{}); err != nil {
-			return err
-		}
-	} else {
-		for _, m := range movies {
-			if _, err := table.Insert(ctx, m); err != nil {
-				return err
-			}
-		}
-	}
-	if err := applyQueue(ctx, table); err != nil {
-		return err
-	}
-
-	// show prints the movies q finds, each after what label says of it
-	// (nothing when label is nil), and what the read cost.
 	show := func(title string, q indextable.Query, label func(Movie) string) error {
-		before := store.Counts()
-		fmt.Println(title + ":")
-		for m, err := range table.Find(ctx, q) {
-			if err != nil {
-				return err
-			}
-			line := fmt.Sprintf("  %-7s %-14s %d  %s", m.Genre, m.Title, m.Year, strings.Join(m.Actors, ", "))
-			if label != nil {
-				line = fmt.Sprintf("  %-10s", label(m)) + line
-			}
-			if m.Synopsis != "" {
-				line += "  | " + m.Synopsis
-			}
-			fmt.Println(line)
-		}
-		c := store.Counts().Sub(before)
-		fmt.Printf("  store lookups: %d (scans: %d; batched fact fetches: %d, of %d records)\n\n", c.Lookups(), c.Scans, c.GetManys, c.ManyKeys)
-		return nil
+		return printQuery(ctx, store, table, title, q, label)
 	}
 	steps := []struct {
 		title string
@@ -145,6 +105,53 @@ func run(ctx context.Context, s kv.Store) error {
 		return err
 	}
 	return show("Movies with Ben Cole now", indextable.Query{Index: "actor", Eq: indextable.Tuple{"Ben Cole"}, Covered: true}, nil)
+}
+
+// load inserts the movies, unless the store holds those of an earlier run
+// (-pebble, -azure) with their index tables, and applies the queue.
+func load(ctx context.Context, table *indextable.Table[Movie]) error {
+	n, err := table.Count(ctx, indextable.Query{})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Printf("Found %d movies from an earlier run, and their actor index table.\n\n", n)
+		// A run of an earlier version of this example left no genre_year
+		// index: Open added it write-only, and Build fills it.
+		if err := table.Build(ctx, indextable.BuildOptions{}); err != nil {
+			return err
+		}
+	} else {
+		for _, m := range movies {
+			if _, err := table.Insert(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	return applyQueue(ctx, table)
+}
+
+// printQuery prints the movies q finds, each after what label says of it
+// (nothing when label is nil), and what the read cost in store calls.
+func printQuery(ctx context.Context, store *countingstore.Store, table *indextable.Table[Movie], title string, q indextable.Query, label func(Movie) string) error {
+	before := store.Counts()
+	fmt.Println(title + ":")
+	for m, err := range table.Find(ctx, q) {
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("  %-7s %-14s %d  %s", m.Genre, m.Title, m.Year, strings.Join(m.Actors, ", "))
+		if label != nil {
+			line = fmt.Sprintf("  %-10s", label(m)) + line
+		}
+		if m.Synopsis != "" {
+			line += "  | " + m.Synopsis
+		}
+		fmt.Println(line)
+	}
+	c := store.Counts().Sub(before)
+	fmt.Printf("  store lookups: %d (scans: %d; batched fact fetches: %d, of %d records)\n\n", c.Lookups(), c.Scans, c.GetManys, c.ManyKeys)
+	return nil
 }
 
 // actorOfRow returns a label for the rows of a query of the actor index
