@@ -288,11 +288,22 @@ func (tt TableTx[T]) change(ctx context.Context, tbl *txTable, kind writeKind, f
 		now.exists, now.oldVersion = r.a.fact != nil, r.a.version
 	}
 	if err := tt.t.checkCurrent(kind, o, &now); err != nil {
+		if o.ifVersion != 0 && errors.Is(err, ErrConflict) {
+			err = versionMismatch{err}
+		}
 		return 0, err
 	}
 	r.a.fact, r.a.version, r.entries, r.written = fact, now.version, es, true
 	return now.version, nil
 }
+
+// versionMismatch is the error of an IfVersion in a transaction that the
+// record, as the transaction has it, does not meet. The version came from
+// outside the transaction (its reads see its own writes), so running it
+// again would meet the same mismatch: Transact does not.
+type versionMismatch struct{ error }
+
+func (e versionMismatch) Unwrap() error { return e.error }
 
 // record returns the transaction's record at factKey of tbl, reading it
 // from the store the first time.
@@ -392,7 +403,10 @@ func (tx *Tx) join(t txTableOps) (*txTable, error) {
 	if tx.store == nil {
 		return nil, fmt.Errorf("%w: the transaction has no store", ErrInvalidArgument)
 	}
-	if !sameStore(t.txStore(), tx.store) {
+	switch same, err := sameStore(t.txStore(), tx.store); {
+	case err != nil:
+		return nil, fmt.Errorf("table %q: %w", t.Name(), err)
+	case !same:
 		return nil, fmt.Errorf("%w: table %q is over another store than the transaction", ErrInvalidArgument, t.Name())
 	}
 	var tbl *txTable
@@ -408,15 +422,15 @@ func (tx *Tx) join(t txTableOps) (*txTable, error) {
 	return tbl, nil
 }
 
-// sameStore reports whether a and b are one store. Stores of a type that
-// is not comparable (a struct with a func field, say) cannot be told apart:
-// those of one type are taken to be one.
-func sameStore(a, b kv.Store) bool {
+// sameStore reports whether a and b are one store: equal, as == tells.
+// Stores of a type that == cannot compare (a struct with a func field,
+// say) cannot be told apart, and are refused.
+func sameStore(a, b kv.Store) (bool, error) {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	if va.Type() != vb.Type() {
-		return false
+	if !va.Comparable() || !vb.Comparable() {
+		return false, fmt.Errorf("%w: a store of type %T cannot be compared, so a transaction cannot tell its tables' stores apart: use a pointer to it", ErrInvalidArgument, a)
 	}
-	return !va.Comparable() || va.Equal(vb)
+	return va.Type() == vb.Type() && va.Equal(vb), nil
 }
 
 // writeView returns the view the writes of tbl's records plan against.
@@ -895,9 +909,13 @@ func (g *txGetter) covers(key []byte) bool { return containsKey(g.covered, key) 
 // returns nil; when fn or the commit fails with an error wrapping
 // ErrConflict (a record changed meanwhile), it runs fn again in a new
 // transaction, after a short random pause that grows, up to 16 times in
-// all. fn must not commit the transaction, and should have no effects
-// other than its writes in it: it may run several times. Any other error
-// of fn or of the commit is returned as it is, and ends the runs.
+// all. A mismatch of IfVersion in fn is not run again: the version came
+// from outside the transaction, so fn would meet it again. fn must not
+// commit the transaction, and should have no effects other than its
+// writes in it: it may run several times. Any other error of fn or of the
+// commit is returned as it is, and ends the runs. A commit that conflicts
+// applied nothing (kv.Store.Apply promises it), so the records fn writes
+// are written once.
 func Transact(ctx context.Context, store kv.Store, fn func(tx *Tx) error) error {
 	if err := checkArguments(ctx, store); err != nil {
 		return err
@@ -912,7 +930,7 @@ func Transact(ctx context.Context, store kv.Store, fn func(tx *Tx) error) error 
 		if err == nil {
 			err = tx.Commit(ctx)
 		}
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, ErrConflict) || errors.As(err, new(versionMismatch)) {
 			return err
 		}
 		if attempt == txAttempts {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -501,7 +502,7 @@ func TestTxTooBig(t *testing.T) {
 		ids   []int
 		says  string
 	}{
-		{"more operations than a batch holds", scopedStore{it.NewMemoryStore(), kv.Atomicity{MaxOps: 20}}, []int{1, 2, 3, 4, 5, 6},
+		{"more operations than a batch holds", &scopedStore{it.NewMemoryStore(), kv.Atomicity{MaxOps: 20}}, []int{1, 2, 3, 4, 5, 6},
 			"operations, atomicity scope allows 20"},
 		{"records of two partitions", limited{it.NewMemoryStore()}, []int{1, 2}, "atomicity scope is one partition"},
 		{"records of two shards", twoShards(t), idsOnTwoShards(t), "atomicity scope is one partition"},
@@ -838,6 +839,346 @@ func TestTxFaults(t *testing.T) {
 			t.Logf("%d fault points", points)
 		})
 	}
+}
+
+// TestTxLostUpdate: two transactions that read-modify-write one
+// record: the second to commit conflicts, and nothing of it applies.
+func TestTxLostUpdate(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	_, stocks := openShop(t, s)
+	_, err := stocks.Insert(ctx, stock{Item: "pen", Count: 10})
+	require.NoError(t, err)
+	decrement := func(tx *it.Tx) {
+		st, err := stocks.In(tx).Get(ctx, "pen")
+		require.NoError(t, err)
+		st.Count--
+		_, err = stocks.In(tx).Update(ctx, st)
+		require.NoError(t, err)
+	}
+	tx1, tx2 := it.NewTx(s), it.NewTx(s)
+	decrement(tx1)
+	decrement(tx2)
+	require.NoError(t, tx1.Commit(ctx))
+	require.ErrorIs(t, tx2.Commit(ctx), it.ErrConflict)
+	st, err := stocks.Get(ctx, "pen")
+	require.NoError(t, err)
+	require.Equal(t, 9, st.Count)
+
+	// And concurrently through Transact: every decrement counts once.
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- it.Transact(ctx, s, func(tx *it.Tx) error {
+				st, err := stocks.In(tx).Get(ctx, "pen")
+				if err != nil {
+					return err
+				}
+				st.Count--
+				_, err = stocks.In(tx).Update(ctx, st)
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	ok := 0
+	for err := range errs {
+		if err == nil {
+			ok++
+		}
+	}
+	st, err = stocks.Get(ctx, "pen")
+	require.NoError(t, err)
+	require.Equal(t, 9-ok, st.Count)
+	storetest.Drain(t, stocks)
+	rep, err := stocks.Verify(ctx, it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Total())
+}
+
+// TestTxWriteSkew: transactions that read two records and each
+// write the other one (or one of them) do not both commit: the reads are
+// expected unchanged.
+func TestTxWriteSkew(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name           string
+		reads1, write1 []string
+		reads2, write2 []string
+	}{
+		{"reads A writes B, reads B writes A", []string{"a"}, []string{"b"}, []string{"b"}, []string{"a"}},
+		{"both read both, each writes one", []string{"a", "b"}, []string{"a"}, []string{"a", "b"}, []string{"b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := it.NewMemoryStore()
+			_, stocks := openShop(t, s)
+			for _, item := range []string{"a", "b"} {
+				_, err := stocks.Insert(ctx, stock{Item: item, Count: 50})
+				require.NoError(t, err)
+			}
+			run := func(reads, writes []string) *it.Tx {
+				tx := it.NewTx(s)
+				sum := 0
+				for _, item := range reads {
+					st, err := stocks.In(tx).Get(ctx, item)
+					require.NoError(t, err)
+					sum += st.Count
+				}
+				for _, item := range writes {
+					_, err := stocks.In(tx).Upsert(ctx, stock{Item: item, Count: 50 - sum})
+					require.NoError(t, err)
+				}
+				return tx
+			}
+			tx1, tx2 := run(tc.reads1, tc.write1), run(tc.reads2, tc.write2)
+			require.NoError(t, tx1.Commit(ctx))
+			require.ErrorIs(t, tx2.Commit(ctx), it.ErrConflict)
+		})
+	}
+}
+
+// answerLost is a store whose chosen Apply applies its batch and then
+// reports an error that is not a conflict, as a store does that lost the
+// answer of a batch and cannot tell whether it applied.
+type answerLost struct {
+	*it.MemoryStore
+	at, n atomic.Int32
+}
+
+func (s *answerLost) Apply(ctx context.Context, b *kv.Batch) error {
+	err := s.MemoryStore.Apply(ctx, b)
+	if err == nil && s.n.Add(1) == s.at.Load() {
+		return errors.New("the answer was lost")
+	}
+	return err
+}
+
+// TestTransactAmbiguousCommit: a commit that may have applied is not run
+// again: Transact returns its error, and the order took its stock once.
+// (A store reports ErrConflict only for a batch that applied nothing:
+// kv.Store.Apply; azstore's TestLostAnswer shows it finds out.)
+func TestTransactAmbiguousCommit(t *testing.T) {
+	ctx := context.Background()
+	s := &answerLost{MemoryStore: it.NewMemoryStore()}
+	orders, stocks := openShop(t, s)
+	_, err := stocks.Insert(ctx, stock{Item: "pen", Count: 10})
+	require.NoError(t, err)
+	s.at.Store(s.n.Load() + 1) // the commit's batch
+	runs := 0
+	err = it.Transact(ctx, s, func(tx *it.Tx) error {
+		runs++
+		st, err := stocks.In(tx).Get(ctx, "pen")
+		if err != nil {
+			return err
+		}
+		st.Count--
+		if _, err := stocks.In(tx).Update(ctx, st); err != nil {
+			return err
+		}
+		_, err = orders.In(tx).Upsert(ctx, order{ID: "o1", Item: "pen", Count: 1})
+		return err
+	})
+	require.ErrorContains(t, err, "the answer was lost")
+	require.Equal(t, 1, runs)
+	st, err := stocks.Get(ctx, "pen")
+	require.NoError(t, err)
+	require.Equal(t, 9, st.Count)
+}
+
+// TestTransactIfVersionOnce: a mismatch of IfVersion with a version read
+// outside the transaction is returned at once, not run again.
+func TestTransactIfVersionOnce(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	_, stocks := openShop(t, s)
+	v, err := stocks.Insert(ctx, stock{Item: "pen", Count: 10})
+	require.NoError(t, err)
+	_, err = stocks.Update(ctx, stock{Item: "pen", Count: 11})
+	require.NoError(t, err)
+	runs := 0
+	err = it.Transact(ctx, s, func(tx *it.Tx) error {
+		runs++
+		_, err := stocks.In(tx).Update(ctx, stock{Item: "pen", Count: 12}, it.IfVersion(v))
+		return err
+	})
+	require.ErrorIs(t, err, it.ErrConflict)
+	require.Equal(t, 1, runs)
+}
+
+// TestTxEventualTwice: a record of a table with an eventual index
+// written several times in one transaction, or deleted and inserted
+// again, leaves its eventual index right once the queue drains.
+func TestTxEventualTwice(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		writes func(st it.TableTx[stock]) error
+		want   map[int]int // count -> records
+	}{
+		{"update twice", func(st it.TableTx[stock]) error {
+			if _, err := st.Update(ctx, stock{Item: "pen", Count: 4}); err != nil {
+				return err
+			}
+			_, err := st.Update(ctx, stock{Item: "pen", Count: 5})
+			return err
+		}, map[int]int{3: 0, 4: 0, 5: 1}},
+		{"delete then insert", func(st it.TableTx[stock]) error {
+			if err := st.Delete(ctx, "pen"); err != nil {
+				return err
+			}
+			_, err := st.Insert(ctx, stock{Item: "pen", Count: 7})
+			return err
+		}, map[int]int{3: 0, 7: 1}},
+		{"insert then delete a new one", func(st it.TableTx[stock]) error {
+			if _, err := st.Insert(ctx, stock{Item: "ink", Count: 8}); err != nil {
+				return err
+			}
+			return st.Delete(ctx, "ink")
+		}, map[int]int{3: 1, 8: 0}},
+		{"update then delete", func(st it.TableTx[stock]) error {
+			if _, err := st.Update(ctx, stock{Item: "pen", Count: 9}); err != nil {
+				return err
+			}
+			return st.Delete(ctx, "pen")
+		}, map[int]int{3: 0, 9: 0}},
+	} {
+		for _, shards := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s, %d shards", tc.name, shards), func(t *testing.T) {
+				var s kv.Store = it.NewMemoryStore()
+				if shards == 2 {
+					s = twoShards(t)
+				}
+				_, stocks := openShop(t, s)
+				_, err := stocks.Insert(ctx, stock{Item: "pen", Count: 3})
+				require.NoError(t, err)
+				tx := it.NewTx(s)
+				require.NoError(t, tc.writes(stocks.In(tx)))
+				require.NoError(t, tx.Commit(ctx))
+				storetest.Drain(t, stocks)
+				require.Empty(t, keysIn(t, s, kv.SpaceQueue))
+				for count, want := range tc.want {
+					n, err := stocks.Count(ctx, it.Query{Index: "count", Eq: it.Tuple{count}})
+					require.NoError(t, err)
+					require.Equal(t, want, n, "count %d", count)
+				}
+				rep, err := stocks.Verify(ctx, it.VerifyOptions{})
+				require.NoError(t, err)
+				require.Zero(t, rep.Total(), "%v", rep.Samples)
+			})
+		}
+	}
+}
+
+// TestTxLifecycleRace: transactions commit while another handle
+// changes the table's indexes (disables, enables and rebuilds one); the
+// indexes are clean at the end. Run with -race.
+func TestTxLifecycleRace(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	open := func() *it.Table[person] {
+		tbl, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes()})
+		require.NoError(t, err)
+		return tbl
+	}
+	people, other := open(), open()
+	for id := range 8 {
+		_, err := people.Insert(ctx, person{ID: id, Town: "T0", Email: fmt.Sprint(id, "@e")})
+		require.NoError(t, err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var commits atomic.Int32
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a, b := (g+i)%8, (g+i+3)%8
+				err := it.Transact(ctx, s, func(tx *it.Tx) error {
+					p := people.In(tx)
+					pa, err := p.Get(ctx, a)
+					if err != nil {
+						return err
+					}
+					pb, err := p.Get(ctx, b)
+					if err != nil {
+						return err
+					}
+					pa.Email, pb.Email = pb.Email, pa.Email // swap unique keys
+					pa.Town, pb.Town = fmt.Sprint("T", i%3), fmt.Sprint("T", (i+1)%3)
+					if _, err := p.Update(ctx, pa); err != nil {
+						return err
+					}
+					_, err = p.Update(ctx, pb)
+					return err
+				})
+				if err == nil {
+					commits.Add(1)
+				} else {
+					require.ErrorIs(t, err, it.ErrConflict)
+				}
+			}
+		}()
+	}
+	for range 3 {
+		require.NoError(t, other.DisableIndex(ctx, "town"))
+		require.NoError(t, other.EnableIndex(ctx, "town"))
+		require.NoError(t, other.Build(ctx, it.BuildOptions{}))
+		require.NoError(t, other.DisableIndex(ctx, "email"))
+		require.NoError(t, other.EnableIndex(ctx, "email"))
+		require.NoError(t, other.Build(ctx, it.BuildOptions{}))
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d commits", commits.Load())
+	requireClean(t, other)
+	requireClean(t, people)
+	emails := map[string]bool{}
+	for id := range 8 {
+		p, err := other.Get(ctx, id)
+		require.NoError(t, err)
+		require.False(t, emails[p.Email], "email %s twice", p.Email)
+		emails[p.Email] = true
+	}
+}
+
+// TestTxTwoStoresOfOneType: a transaction cannot tell apart two stores
+// of a type that == cannot compare, so it refuses them; else its commit
+// could apply to its store the writes of a table over another one. A
+// pointer to such a store is told apart.
+func TestTxTwoStoresOfOneType(t *testing.T) {
+	ctx := context.Background()
+	s1 := scopedStore{it.NewMemoryStore(), kv.Atomicity{}}
+	s2 := scopedStore{it.NewMemoryStore(), kv.Atomicity{}}
+	t1, t2 := openPeople(t, s1), openPeople(t, s2)
+	_, err := t1.In(it.NewTx(s1)).Insert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	require.ErrorContains(t, err, "cannot be compared")
+	_, err = t2.In(it.NewTx(s1)).Insert(ctx, person{ID: 1})
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+
+	p1, p2 := &scopedStore{it.NewMemoryStore(), kv.Atomicity{}}, &scopedStore{it.NewMemoryStore(), kv.Atomicity{}}
+	t1 = openPeople(t, p1)
+	_, stocks := openShop(t, p2)
+	tx := it.NewTx(p1)
+	_, err = t1.In(tx).Insert(ctx, person{ID: 1})
+	require.NoError(t, err)
+	_, err = stocks.In(tx).Insert(ctx, stock{Item: "pen"})
+	require.ErrorIs(t, err, it.ErrInvalidArgument)
+	require.ErrorContains(t, err, "another store")
+	require.NoError(t, tx.Commit(ctx))
+	_, err = t1.Get(ctx, 1)
+	require.NoError(t, err)
 }
 
 // BenchmarkTx times, in turns within one loop, a single-record write and

@@ -45,7 +45,12 @@ type Store interface {
 	// Apply applies every operation of b, or none of them. A failed
 	// expectation makes Apply return an error wrapping ErrConflict; a batch
 	// that Atomicity does not allow, or that writes one key twice, returns an
-	// error wrapping ErrInvalidBatch. Apply does not keep b.
+	// error wrapping ErrInvalidBatch. An error wrapping ErrConflict or
+	// ErrInvalidBatch means that nothing of b was applied, which callers
+	// rely on to run a write again: a store that cannot tell whether b
+	// applied (its answer was lost, and a resend failed an expectation
+	// that b itself satisfied) must find out, or return another error.
+	// Apply does not keep b.
 	Apply(ctx context.Context, b *Batch) error
 
 	// Atomicity says which batches Apply can make atomic.
