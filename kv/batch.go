@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"fmt"
+	"slices"
 )
 
 // OpKind is the kind of one batch operation.
@@ -108,36 +109,40 @@ func CheckExpectation(op Op, current []byte) error {
 
 // CheckBatch validates b for any Store: it reports an error wrapping
 // ErrInvalidBatch for an unknown operation kind or a key written twice.
-// Stores call it at the start of Apply.
+// Stores call it at the start of Apply; it allocates nothing for a batch
+// of up to 64 writes.
 func CheckBatch(b *Batch) error {
 	ops := b.Ops()
-	var seen map[string]struct{}
-	if len(ops) > 8 {
-		seen = make(map[string]struct{}, len(ops))
-	}
+	var room [64]int32
+	writes := room[:0] // the indexes of the writes in ops
 	for i, op := range ops {
 		switch op.Kind {
 		case OpPut, OpDelete:
+			writes = append(writes, int32(i))
 		case OpExpectValue, OpExpectAbsent:
-			continue
 		default:
 			return fmt.Errorf("%w: operation %d has unknown kind %v", ErrInvalidBatch, i, op.Kind)
 		}
-		dup := false
-		if seen != nil {
-			_, dup = seen[string(op.Key)]
-			seen[string(op.Key)] = struct{}{}
-		} else {
-			for _, prev := range ops[:i] {
-				if prev.IsWrite() && bytes.Equal(prev.Key, op.Key) {
-					dup = true
-					break
+	}
+	if len(writes) <= 8 {
+		for j, w := range writes {
+			for _, prev := range writes[:j] {
+				if bytes.Equal(ops[prev].Key, ops[w].Key) {
+					return errWrittenTwice(ops[w].Key)
 				}
 			}
 		}
-		if dup {
-			return fmt.Errorf("%w: key %q written twice", ErrInvalidBatch, op.Key)
+		return nil
+	}
+	slices.SortFunc(writes, func(x, y int32) int { return bytes.Compare(ops[x].Key, ops[y].Key) })
+	for j := 1; j < len(writes); j++ {
+		if k := ops[writes[j]].Key; bytes.Equal(ops[writes[j-1]].Key, k) {
+			return errWrittenTwice(k)
 		}
 	}
 	return nil
+}
+
+func errWrittenTwice(key []byte) error {
+	return fmt.Errorf("%w: key %q written twice", ErrInvalidBatch, key)
 }

@@ -55,6 +55,8 @@ func TestCheckBatch(t *testing.T) {
 		{"many with a duplicate", append(opPuts(20), opDelete("k7")), false},
 		{"many with compare and set", append(opPuts(20), opExpect("k3", "v"), opAbsent("x"), opDelete("x")), true},
 		{"many with unknown kind", append(opPuts(20), kv.Op{Kind: 99}), false},
+		{"more than 64 distinct", opPuts(100), true},
+		{"more than 64 with a duplicate", append(opPuts(100), opPut("k99", "w")), false},
 	} {
 		err := kv.CheckBatch(kv.NewBatch(tc.ops...))
 		if tc.ok {
@@ -62,6 +64,20 @@ func TestCheckBatch(t *testing.T) {
 		} else {
 			require.ErrorIs(t, err, kv.ErrInvalidBatch, tc.name)
 		}
+	}
+}
+
+// TestCheckBatchAllocates: checking a batch of up to 64 writes allocates
+// nothing (a store checks every batch it applies).
+func TestCheckBatchAllocates(t *testing.T) {
+	for _, n := range []int{3, 20, 64} {
+		b := kv.NewBatch(append(opPuts(n), opExpect("k0", "v"))...)
+		allocs := testing.AllocsPerRun(10, func() {
+			if err := kv.CheckBatch(b); err != nil {
+				panic(err)
+			}
+		})
+		require.Zero(t, allocs, "%d writes", n)
 	}
 }
 
