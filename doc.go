@@ -124,11 +124,12 @@
 // checked and guarded); unique keys are checked at the commit against the
 // transaction's own records too, as it leaves them, so a key one record
 // frees another may take, and two records that take one key fail with
-// ErrUniqueViolation. The fallback rule does not apply: a transaction
-// whose batch the store's atomicity scope does not allow (on a
-// partitioned store, records of several partitions; on Azure Table
-// storage, more than 99 operations) is refused with ErrInvalidBatch and
-// writes nothing, never split. Queries (Find, Count, FindPage) are not
+// ErrUniqueViolation. The fallback rule applies to each record as to a
+// single write (its entries outside its partition follow it through the
+// queue), but never to the transaction: one whose batch the store's
+// atomicity scope does not allow (on a partitioned store, records of
+// several partitions; on Azure Table storage, more than 99 operations)
+// is refused with ErrInvalidBatch and writes nothing, never split. Queries (Find, Count, FindPage) are not
 // part of a transaction: they read the table as committed, and a
 // transaction that acts on what one found reads those records with Get.
 //

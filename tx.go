@@ -30,9 +30,10 @@ var ErrTxDone = errors.New("indextable: transaction done")
 // Each record's write follows the rules of a single write: its entries in
 // synchronous indexes change in the commit's batch, eventual indexes get
 // its change through the queue, and its unique keys are checked against
-// the store and guarded by expectations. The fallback rule does not
-// apply: a transaction whose batch the store cannot make atomic (see
-// kv.Atomicity) is refused whole with ErrInvalidBatch, never split. A Tx
+// the store and guarded by expectations; the fallback rule moves its
+// entries outside its partition to the queue. A transaction whose batch
+// the store cannot make atomic (see kv.Atomicity) is refused whole with
+// ErrInvalidBatch, never split. A Tx
 // is safe for concurrent use; after Commit, whatever it returned, every
 // call returns ErrTxDone. See Transactions in the package documentation.
 type Tx struct {
@@ -82,7 +83,7 @@ type txTableOps interface {
 	freeTxBuffers(bufs any)
 	view(ctx context.Context, write bool) (*indexView, error)
 	drainLock() *sync.RWMutex
-	planRecord(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry, s entryGetter) error
+	planBatch(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry, s entryGetter) error
 	hintFor(key []byte) []byte
 	noteOps(view *indexView, ops []kv.Op, existed, queued bool)
 	schemaMoved(ctx context.Context, view *indexView) bool
@@ -519,7 +520,7 @@ func (tx *Tx) Commit(ctx context.Context) error {
 		return err
 	}
 	if err := tx.store.Atomicity().Allows(b); err != nil {
-		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %d records, which is never split", len(tx.records))
+		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %s, which is never split", nRecords(len(tx.records)))
 	}
 	if err := tx.apply(ctx, b); err != nil {
 		return tx.failed(ctx, err)
@@ -657,7 +658,7 @@ func (tx *Tx) hintFor(key []byte) []byte {
 }
 
 // plan returns the commit's batch: each record written, planned as a
-// single write plans it (planRecord), and the expectation that each record
+// single write plans it (planBatch), and the expectation that each record
 // only read is as read. An expectation goes in once; a key that two
 // records write (a unique key one frees and another takes) goes in once,
 // as the put (mergeOps). It also returns the operations each record
@@ -727,7 +728,7 @@ func (p *txOps) add(op kv.Op) {
 }
 
 // planOne adds to p the operations of record r: its change, planned by
-// planRecord (in p's spare room) with g, if not nil, reading unique keys;
+// planBatch (in p's spare room) with g, if not nil, reading unique keys;
 // or, if the transaction only read it, the expectation that it is as read.
 func (tx *Tx) planOne(ctx context.Context, p *txOps, r *txRecord, g *txGetter) error {
 	if !r.netWrite() {
@@ -747,7 +748,7 @@ func (tx *Tx) planOne(ctx context.Context, p *txOps, r *txRecord, g *txGetter) e
 	tx.scratch = *kv.NewBatch(p.ops[start:start:cap(p.ops)]...)
 	b := &tx.scratch
 	r.a.b, r.a.schema = b, r.tbl.view.version
-	err := r.tbl.t.planRecord(ctx, r.tbl.view, &r.a, r.entries, s)
+	err := r.tbl.t.planBatch(ctx, r.tbl.view, &r.a, r.entries, s)
 	r.a.b = nil
 	if err != nil {
 		return fmt.Errorf("table %q: %w", r.tbl.t.Name(), err)
@@ -953,3 +954,11 @@ const (
 	txFirstPause = time.Millisecond
 	txMaxPause   = 100 * time.Millisecond
 )
+
+// nRecords says "1 record" or "n records".
+func nRecords(n int) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
+}

@@ -1152,6 +1152,35 @@ func TestTxLifecycleRace(t *testing.T) {
 	}
 }
 
+// TestTxFallback: on a store whose atomicity scope is a partition, a
+// transaction's record follows the fallback rule as a single write does:
+// its entries outside its partition come through the queue.
+func TestTxFallback(t *testing.T) {
+	ctx := context.Background()
+	s := partitionedStore(it.NewMemoryStore())
+	people, err := it.Open(ctx, s, it.Schema[person]{SchemaLease: countLease, Name: "people", PrimaryKey: []string{"ID"}, Indexes: personIndexes()[:2]})
+	require.NoError(t, err)
+	_, err = people.Insert(ctx, person{ID: 1, Town: "Oslo"})
+	require.NoError(t, err)
+	err = it.Transact(ctx, s, func(tx *it.Tx) error {
+		p, err := people.In(tx).Get(ctx, 1)
+		if err != nil {
+			return err
+		}
+		p.Town = "Rome"
+		_, err = people.In(tx).Update(ctx, p)
+		return err
+	})
+	require.NoError(t, err)
+	storetest.Drain(t, people)
+	for _, ix := range []string{"town", "town_name"} {
+		n, err := people.Count(ctx, it.Query{Index: ix, Eq: it.Tuple{"Rome"}})
+		require.NoError(t, err)
+		require.Equal(t, 1, n, ix)
+	}
+	requireClean(t, people)
+}
+
 // TestTxTwoStoresOfOneType: a transaction cannot tell apart two stores
 // of a type that == cannot compare, so it refuses them; else its commit
 // could apply to its store the writes of a table over another one. A

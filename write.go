@@ -278,7 +278,7 @@ func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, f
 		if err := t.checkCurrent(kind, o, &a); err != nil {
 			return 0, err
 		}
-		if err := t.planBatch(ctx, view, &a, newEntries); err != nil {
+		if err := t.planBatch(ctx, view, &a, newEntries, t.store); err != nil {
 			if blind {
 				continue // nothing was written
 			}
@@ -370,19 +370,21 @@ func (t *Table[T]) checkCurrent(kind writeKind, o writeOptions, a *writeAttempt)
 	return nil
 }
 
-// planBatch fills a's batch: the record's guard and write, its change
-// record when view queues changes, and the index changes that turn its
-// entries as read into newEntries. When that does not fit the store's
-// atomicity scope, the fallback rule makes another batch of it.
-func (t *Table[T]) planBatch(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry) error {
-	if err := t.planRecord(ctx, view, a, newEntries, t.store); err != nil {
+// planBatch fills a's batch with the record's change, reading unique keys
+// from s: its guard and write, its change record when view queues
+// changes, and the index changes that turn its entries as read into
+// newEntries. When that does not fit the store's atomicity scope, the
+// fallback rule makes another batch of it. A transaction plans each of its
+// records so.
+func (t *Table[T]) planBatch(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry, s entryGetter) error {
+	if err := t.planRecord(ctx, view, a, newEntries, s); err != nil {
 		return err
 	}
 	atom := t.store.Atomicity()
 	if atom.Allows(a.b) == nil {
 		return nil
 	}
-	if err := t.fallback(ctx, a, newEntries); err != nil {
+	if err := t.fallback(ctx, a, newEntries, s); err != nil {
 		return err
 	}
 	a.queued = true
@@ -395,7 +397,7 @@ func (t *Table[T]) planBatch(ctx context.Context, view *indexView, a *writeAttem
 // planRecord fills a's batch with the record's change, whole: its guard
 // and write, its change record when view queues changes, and the index
 // changes that turn its entries as read into newEntries, reading unique
-// keys from s. A transaction plans each of its records so.
+// keys from s.
 func (t *Table[T]) planRecord(ctx context.Context, view *indexView, a *writeAttempt, newEntries []entry, s entryGetter) error {
 	scope := byte(0)
 	if view.queueing {
@@ -557,14 +559,14 @@ func uniqueChange(old, new []entry) *indexTable {
 // partition, the others queued; else the record with its unique entries,
 // every other index queued; else the record alone, every index queued.
 // A write that changes a unique index's entries outside the batch cannot
-// fall back.
-func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, newEntries []entry) error {
+// fall back. It reads unique keys from s.
+func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, newEntries []entry, s entryGetter) error {
 	oldEntries := a.oldEntries
 	oldIntra, oldInter := byPlacement(oldEntries)
 	newIntra, newInter := byPlacement(newEntries)
 	if len(newIntra)+len(oldIntra) > 0 {
 		t.startBatch(a, 0)
-		if err := planEntries(ctx, t.store, a.b, oldIntra, newIntra); err != nil {
+		if err := planEntries(ctx, s, a.b, oldIntra, newIntra); err != nil {
 			return err
 		}
 		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeEventual|scopeInter)
@@ -580,7 +582,7 @@ func (t *Table[T]) fallback(ctx context.Context, a *writeAttempt, newEntries []e
 	oldUnique, newUnique := uniqueEntries(oldEntries), uniqueEntries(newEntries)
 	if len(oldUnique)+len(newUnique) > 0 {
 		t.startBatch(a, 0)
-		if err := planEntries(ctx, t.store, a.b, oldUnique, newUnique); err != nil {
+		if err := planEntries(ctx, s, a.b, oldUnique, newUnique); err != nil {
 			return err
 		}
 		t.enqueue(a.b, a.pk, a.oldValue, a.exists, scopeAll)
