@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,6 +47,12 @@ type Tx struct {
 	batch   kv.Batch // the commit's
 	scratch kv.Batch // where the commit plans a record
 	opList  *[]kv.Op // holds the commit's operation list for txOpLists
+	// setAside, set by Load, makes the commit leave out a record that
+	// cannot be written for a reason of its own (refusable), noting it in
+	// refusals, rather than fail.
+	setAside  bool
+	refusals  []txRefusal
+	oversized [2]int // set aside: the operations and bytes of a batch the store cannot apply
 	// Room for the tables of a small transaction, and for its records
 	// (which come from txRecords).
 	tableRoom  [2]txTable
@@ -99,6 +106,7 @@ type txRecord struct {
 	entries []entry // once written: its entries in the view's synchronous indexes
 	written bool
 	known   bool   // a's version and entries as read are set
+	refused bool   // set aside by the commit (see Tx.setAside)
 	blind   bool   // inserted without a read: taken to be absent
 	ops     [2]int // its operations among those the commit planned
 	bufs    any    // the write buffers that hold a.factKey, until the commit
@@ -119,7 +127,38 @@ func (r *txRecord) current() (payload []byte, v Version, ok bool, err error) {
 
 // netWrite reports whether the record's commit writes it: it was written,
 // and not only inserted and deleted again.
-func (r *txRecord) netWrite() bool { return r.written && (r.a.exists || r.a.fact != nil) }
+func (r *txRecord) netWrite() bool {
+	return r.written && !r.refused && (r.a.exists || r.a.fact != nil)
+}
+
+// txRefusal is a record that a commit set aside, by its fact key, and
+// why.
+type txRefusal struct {
+	key []byte
+	err error
+}
+
+// refusable reports whether err, of planning a record, is the record's
+// own: a key it takes is taken, or it cannot be written to the store.
+func refusable(err error) bool {
+	for _, e := range []error{ErrExists, ErrUniqueViolation, ErrInvalidKey, ErrInvalidBatch, ErrCodec, ErrUnsupportedType} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// setAsideOr returns err, or nil after setting r aside when the
+// transaction does so and err is r's own.
+func (tx *Tx) setAsideOr(r *txRecord, err error) error {
+	if !tx.setAside || !refusable(err) {
+		return err
+	}
+	r.refused = true
+	tx.refusals = append(tx.refusals, txRefusal{bytes.Clone(r.a.factKey), err})
+	return nil
+}
 
 // TableTx is a Table in a transaction (see Table.In): its reads and
 // writes are those of the table, made in the transaction.
@@ -519,7 +558,13 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.Len() == 0 { // every record was set aside
+		return nil
+	}
 	if err := tx.store.Atomicity().Allows(b); err != nil {
+		if tx.setAside {
+			tx.oversized = [2]int{b.Len(), batchBytes(b)}
+		}
 		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %s, which is never split", nRecords(len(tx.records)))
 	}
 	if err := tx.apply(ctx, b); err != nil {
@@ -677,9 +722,16 @@ func (tx *Tx) plan(ctx context.Context) (*kv.Batch, []kv.Op, error) {
 		p.at = make(map[string][]int)
 	}
 	for _, r := range tx.records {
+		if r.refused {
+			continue
+		}
 		start := len(p.ops)
 		if err := tx.planOne(ctx, &p, r, g); err != nil {
-			return nil, nil, err
+			if err := tx.setAsideOr(r, err); err != nil {
+				return nil, nil, err
+			}
+			p.truncate(start)
+			g.forget(r)
 		}
 		r.ops = [2]int{start, len(p.ops)}
 	}
@@ -712,6 +764,19 @@ func (tx *Tx) newOps(n int) []kv.Op {
 type txOps struct {
 	ops []kv.Op
 	at  map[string][]int // the expectations among ops by key, when there may be many
+}
+
+// truncate drops the operations from n on.
+func (p *txOps) truncate(n int) {
+	p.ops = p.ops[:n]
+	for k, at := range p.at {
+		at = slices.DeleteFunc(at, func(i int) bool { return i >= n })
+		if len(at) == 0 {
+			delete(p.at, k)
+		} else {
+			p.at[k] = at
+		}
+	}
 }
 
 // add adds op, unless it is an expectation that ops hold already.
@@ -849,17 +914,20 @@ func (tx *Tx) uniqueKeys() (*txGetter, error) {
 		if !r.netWrite() {
 			continue
 		}
+		if g != nil {
+			if err := g.takenByAnother(r); err != nil {
+				if err := tx.setAsideOr(r, err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		for _, e := range r.entries {
 			if !e.ix.unique {
 				continue
 			}
 			if g == nil {
 				g = &txGetter{store: tx.store, taken: map[string]txEntry{}, freed: map[string]txEntry{}}
-			}
-			if q, ok := g.taken[string(e.key)]; ok {
-				k, _ := decodeTuple(e.key[len(e.ix.prefix):])
-				return nil, fmt.Errorf("%w: table %q, index %q: records %v and %v of the transaction both take key %v",
-					ErrUniqueViolation, r.tbl.t.Name(), e.ix.name, decodeForError(q.r.a.pk), decodeForError(r.a.pk), k)
 			}
 			g.taken[string(e.key)] = txEntry{r, e}
 		}
@@ -878,6 +946,31 @@ func (tx *Tx) uniqueKeys() (*txGetter, error) {
 		}
 	}
 	return g, nil
+}
+
+// takenByAnother returns the violation when r takes a unique key that
+// another record of the transaction takes.
+func (g *txGetter) takenByAnother(r *txRecord) error {
+	for _, e := range r.entries {
+		if q, ok := g.taken[string(e.key)]; ok && e.ix.unique {
+			k, _ := decodeTuple(e.key[len(e.ix.prefix):])
+			return fmt.Errorf("%w: table %q, index %q: records %v and %v of the transaction both take key %v",
+				ErrUniqueViolation, r.tbl.t.Name(), e.ix.name, decodeForError(q.r.a.pk), decodeForError(r.a.pk), k)
+		}
+	}
+	return nil
+}
+
+// forget drops the unique keys that r, set aside, took.
+func (g *txGetter) forget(r *txRecord) {
+	if g == nil {
+		return
+	}
+	for _, e := range r.entries {
+		if q, ok := g.taken[string(e.key)]; ok && q.r == r {
+			delete(g.taken, string(e.key))
+		}
+	}
 }
 
 // plans starts the plan of record r.
@@ -961,4 +1054,13 @@ func nRecords(n int) string {
 		return "1 record"
 	}
 	return fmt.Sprintf("%d records", n)
+}
+
+// batchBytes returns the bytes of b's keys and values.
+func batchBytes(b *kv.Batch) int {
+	n := 0
+	for _, op := range b.Ops() {
+		n += len(op.Key) + len(op.Value)
+	}
+	return n
 }

@@ -1,0 +1,385 @@
+package indextable
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"reflect"
+	"slices"
+)
+
+// LoadPolicy says what Load does with a record it cannot insert.
+type LoadPolicy uint8
+
+const (
+	// LoadStop ends the load at the first refused record, returning its
+	// error; the other records of its batch may have been written.
+	LoadStop LoadPolicy = iota
+	// LoadSkip leaves refused records out, lists them in the report, and
+	// goes on.
+	LoadSkip
+)
+
+// LoadOptions configure Table.Load.
+type LoadOptions struct {
+	// OnRefused is what Load does with a record it cannot insert (see
+	// LoadRefusal); by default it stops.
+	OnRefused LoadPolicy
+	// BatchRecords is the most records one batch holds; 0 means 1,000, or
+	// as many as the store's atomicity scope allows (see kv.Atomicity):
+	// Load halves a batch the store cannot apply.
+	BatchRecords int
+	// Progress, if not nil, is called after each batch with the counts so
+	// far.
+	Progress func(LoadProgress)
+}
+
+// LoadProgress counts the records of a load.
+type LoadProgress struct {
+	Read     int // taken from the sequence
+	Inserted int // written by this load
+	Present  int // held by the table already as given: a load run again
+	Refused  int // not inserted (see LoadRefusal)
+}
+
+// LoadReport is what Load did.
+type LoadReport struct {
+	LoadProgress
+	// Refusals are the records refused, by position.
+	Refusals []LoadRefusal
+}
+
+// LoadRefusal is a record that Load could not insert: the table holds
+// another record with its primary key (or an earlier record of the load
+// has it), another record holds one of its unique keys, or the record
+// cannot be stored (its key or size).
+type LoadRefusal struct {
+	Position   int   // in the sequence, from 0
+	PrimaryKey Tuple // its fields' values (nil for a field out of reach)
+	// Err wraps ErrExists, ErrUniqueViolation, ErrInvalidKey,
+	// ErrInvalidBatch or ErrCodec, and says why.
+	Err error
+}
+
+// Load inserts the records of seq, many to a batch: each batch is one
+// transaction (see Tx), all or nothing, with the index maintenance of a
+// single insert, but the load as a whole is not atomic. On a store whose
+// atomicity scope is a partition (Azure Table storage), a batch holds
+// records of one partition: Load groups them as they come, holding at
+// most 16 batches' worth, so records that share partitions share
+// requests.
+//
+// A load is resumable: a record the table holds already, as given (the
+// same encoded record), counts as Present and is not written again, so a
+// load that stopped (a crash, an error, a canceled ctx) finishes when run
+// again with the same records. A record Load cannot insert is refused
+// (LoadRefusal) and, by LoadOptions.OnRefused, ends the load or is left
+// out. Load returns the report with the error that ended it, if any.
+func (t *Table[T]) Load(ctx context.Context, seq iter.Seq[T], opts LoadOptions) (LoadReport, error) {
+	if err := checkContext(ctx); err != nil {
+		return LoadReport{}, err
+	}
+	switch {
+	case seq == nil:
+		return LoadReport{}, fmt.Errorf("%w: Load: nil sequence", ErrInvalidArgument)
+	case opts.BatchRecords < 0:
+		return LoadReport{}, fmt.Errorf("%w: Load: BatchRecords %d is negative", ErrInvalidArgument, opts.BatchRecords)
+	case opts.OnRefused > LoadSkip:
+		return LoadReport{}, fmt.Errorf("%w: Load: unknown LoadPolicy %d", ErrInvalidArgument, opts.OnRefused)
+	}
+	l := newLoader(t, opts)
+	for rec := range seq {
+		if err := l.add(ctx, rec); err != nil {
+			return l.rep, err
+		}
+	}
+	for len(l.groups) > 0 {
+		if err := l.flushLargest(ctx); err != nil {
+			return l.rep, err
+		}
+	}
+	return l.rep, nil
+}
+
+// loadBatch is the default of LoadOptions.BatchRecords, and loadHeld how
+// many batches' worth of records a load holds before it flushes one.
+const (
+	loadBatch = 1000
+	loadHeld  = 16
+)
+
+// loader is one run of Load.
+type loader[T any] struct {
+	t      *Table[T]
+	opts   LoadOptions
+	size   int                         // the most records a batch holds
+	part   func(key []byte) []byte     // the store's partitions, or nil
+	groups map[string][]*loadRecord[T] // the records not yet written, by partition
+	held   int
+	rep    LoadReport
+}
+
+// loadRecord is a record of a load.
+type loadRecord[T any] struct {
+	pos int
+	rec T
+	key []byte // its fact key
+}
+
+func newLoader[T any](t *Table[T], opts LoadOptions) *loader[T] {
+	atom := t.store.Atomicity()
+	size := opts.BatchRecords
+	if size == 0 {
+		size = loadBatch
+		if atom.MaxOps > 0 {
+			// Each record takes at least its expectation and its put.
+			size = max(1, min(size, atom.MaxOps/3))
+		}
+	}
+	return &loader[T]{t: t, opts: opts, size: size, part: atom.Partition, groups: map[string][]*loadRecord[T]{}}
+}
+
+// add takes rec, the next record of the sequence, and writes a batch when
+// its partition's records fill one, or when the load holds too many.
+func (l *loader[T]) add(ctx context.Context, rec T) error {
+	r := &loadRecord[T]{pos: l.rep.Read, rec: rec}
+	l.rep.Read++
+	key, err := l.t.factKey(nil, reflect.ValueOf(&r.rec).Elem())
+	if err != nil {
+		return l.refuse(r, fmt.Errorf("table %q: %w", l.t.name, err))
+	}
+	r.key = key
+	var p string
+	if l.part != nil {
+		p = string(l.part(key))
+	}
+	l.groups[p] = append(l.groups[p], r)
+	l.held++
+	switch {
+	case len(l.groups[p]) >= l.size:
+		return l.flush(ctx, p)
+	case l.held >= loadHeld*l.size:
+		return l.flushLargest(ctx)
+	}
+	return nil
+}
+
+// flushLargest writes the records of the partition that holds the most.
+func (l *loader[T]) flushLargest(ctx context.Context) error {
+	largest, n := "", -1
+	for _, p := range slices.Sorted(maps.Keys(l.groups)) {
+		if len(l.groups[p]) > n {
+			largest, n = p, len(l.groups[p])
+		}
+	}
+	return l.flush(ctx, largest)
+}
+
+// flush writes the records held for partition p, in batches of at most
+// l.size.
+func (l *loader[T]) flush(ctx context.Context, p string) error {
+	recs := l.groups[p]
+	delete(l.groups, p)
+	l.held -= len(recs)
+	for len(recs) > 0 {
+		n := min(len(recs), l.size)
+		if err := l.write(ctx, recs[:n]); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+// write writes recs in one batch, or in halves when the store cannot
+// apply them as one, and reports progress.
+func (l *loader[T]) write(ctx context.Context, recs []*loadRecord[T]) error {
+	for attempt := 1; len(recs) > 0; attempt++ {
+		again, oversized, err := l.commit(ctx, recs)
+		if oversized != [2]int{} {
+			return l.split(ctx, again, oversized)
+		}
+		if err != nil {
+			return err
+		}
+		if len(again) > 0 && attempt == maxAttempts {
+			return fmt.Errorf("table %q: Load: a batch kept conflicting with other writes: %w", l.t.name, ErrConflict)
+		}
+		recs = again
+	}
+	if l.opts.Progress != nil {
+		l.opts.Progress(l.rep.LoadProgress)
+	}
+	return nil
+}
+
+// split writes recs, whose batch of oversized operations and bytes the
+// store cannot apply, in batches of as many records as fit, by the
+// operations and bytes they take on average, and at most half of them.
+func (l *loader[T]) split(ctx context.Context, recs []*loadRecord[T], oversized [2]int) error {
+	atom := l.t.store.Atomicity()
+	n := len(recs) / 2
+	for i, limit := range []int{atom.MaxOps, atom.MaxBytes} {
+		if per := (oversized[i] + len(recs) - 1) / len(recs); limit > 0 && per > 0 {
+			n = min(n, limit/per)
+		}
+	}
+	l.size = max(1, n)
+	for len(recs) > 0 {
+		n := min(len(recs), l.size)
+		if err := l.write(ctx, recs[:n]); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+// primaryKey returns r's primary key, as its fields hold it.
+func (l *loader[T]) primaryKey(r *loadRecord[T]) Tuple {
+	rv := reflect.ValueOf(&r.rec).Elem()
+	pk := make(Tuple, len(l.t.pk))
+	for i := range l.t.pk {
+		if fv := l.t.pk[i].get(rv); fv.IsValid() {
+			pk[i] = fv.Interface()
+		}
+	}
+	return pk
+}
+
+// refusedError is the error of a refused record that ends a load
+// (LoadStop).
+type refusedError struct {
+	pos int
+	err error
+}
+
+func (e *refusedError) Error() string { return fmt.Sprintf("Load: record %d: %v", e.pos, e.err) }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// commit inserts recs in one transaction. It returns the records to try
+// again: all of them when the commit conflicted with another write, those
+// not yet in the table when some were. Records the table holds, as given
+// or not, it counts as present or refuses. When the store cannot apply
+// their batch, it returns the batch's operations and bytes.
+func (l *loader[T]) commit(ctx context.Context, recs []*loadRecord[T]) (again []*loadRecord[T], oversized [2]int, err error) {
+	tx := NewTx(l.t.store)
+	tx.setAside = true
+	tt := l.t.In(tx)
+	in := make([]*loadRecord[T], 0, len(recs))
+	byKey := make(map[string]*loadRecord[T], len(recs))
+	for _, r := range recs {
+		if first, ok := byKey[string(r.key)]; ok {
+			if err := l.duplicate(r, first.rec); err != nil {
+				return nil, oversized, err
+			}
+			continue
+		}
+		_, err := tt.Insert(ctx, r.rec)
+		switch {
+		case err == nil:
+			byKey[string(r.key)] = r
+			in = append(in, r)
+		case refusable(err):
+			if err := l.refuse(r, err); err != nil {
+				return nil, oversized, err
+			}
+		default:
+			return nil, oversized, err
+		}
+	}
+	err = tx.Commit(ctx)
+	switch {
+	case err == nil:
+		return nil, oversized, l.committed(tx, byKey, len(in))
+	case tx.oversized != [2]int{} && len(in) > 1:
+		return in, tx.oversized, nil
+	case tx.oversized != [2]int{}:
+		return nil, oversized, l.refuse(in[0], err)
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrExists):
+		again, err = l.present(ctx, in)
+		return again, oversized, err
+	}
+	return nil, oversized, err
+}
+
+// committed counts the records of a committed batch of n records, less
+// those tx set aside, which it refuses.
+func (l *loader[T]) committed(tx *Tx, byKey map[string]*loadRecord[T], n int) error {
+	l.rep.Inserted += n - len(tx.refusals)
+	var first error
+	for _, f := range tx.refusals {
+		if err := l.refuse(byKey[string(f.key)], f.err); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// present reads the records of recs, a batch that conflicted: those the
+// table holds it counts as present, or refuses, and it returns the
+// others.
+func (l *loader[T]) present(ctx context.Context, recs []*loadRecord[T]) ([]*loadRecord[T], error) {
+	keys := make([][]byte, len(recs))
+	for i, r := range recs {
+		keys[i] = r.key
+	}
+	values, err := l.t.store.GetMany(ctx, keys, nil)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", l.t.name, err)
+	}
+	var again []*loadRecord[T]
+	for i, r := range recs {
+		if values[i] == nil {
+			again = append(again, r)
+			continue
+		}
+		_, payload, err := decodeFact(values[i])
+		if err != nil {
+			return nil, fmt.Errorf("table %q: record %v: %w", l.t.name, decodeForError(r.key[len(l.t.factSpace):]), err)
+		}
+		if err := l.sameAs(r, payload, "the table holds another record with its primary key"); err != nil {
+			return nil, err
+		}
+	}
+	return again, nil
+}
+
+// duplicate takes r, whose primary key an earlier record of its batch,
+// first, has: as present when it is the same record.
+func (l *loader[T]) duplicate(r *loadRecord[T], first T) error {
+	payload, err := appendMarshal(l.t.codec, nil, &first)
+	if err != nil {
+		return err
+	}
+	return l.sameAs(r, payload, "an earlier record of the load has its primary key")
+}
+
+// sameAs takes r, whose primary key a record with payload holds: as
+// present when r encodes to payload, else refused for why.
+func (l *loader[T]) sameAs(r *loadRecord[T], payload []byte, why string) error {
+	mine, err := appendMarshal(l.t.codec, make([]byte, 0, len(payload)), &r.rec)
+	if err != nil {
+		return l.refuse(r, fmt.Errorf("%w: table %q: encode record: %w", ErrCodec, l.t.name, err))
+	}
+	if bytes.Equal(mine, payload) {
+		l.rep.Present++
+		return nil
+	}
+	return l.refuse(r, fmt.Errorf("%w: table %q, primary key %v: %s", ErrExists, l.t.name, decodeForError(r.key[len(l.t.factSpace):]), why))
+}
+
+// refuse reports r refused for err, and returns the error that ends the
+// load, unless the load skips refused records.
+func (l *loader[T]) refuse(r *loadRecord[T], err error) error {
+	f := LoadRefusal{Position: r.pos, Err: err, PrimaryKey: l.primaryKey(r)}
+	l.rep.Refused++
+	l.rep.Refusals = append(l.rep.Refusals, f)
+	if l.opts.OnRefused == LoadSkip {
+		return nil
+	}
+	return &refusedError{r.pos, err}
+}
