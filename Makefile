@@ -54,10 +54,15 @@ benchrun = mkdir -p $(BENCHRAW) && ($(BENCHSTAMP) && $(2)) > $(BENCHRAW)/$(1).tm
 # run (BENCHTIME operations each, BENCHCOUNT times; about 3 minutes), then inserts with and
 # without the schema version condition, in turns: 50 rounds (the benchmark's own, hence
 # -count=1) of 2,000 inserts into each of two tables, which grow as much as BenchmarkTable's
-# (about 15 seconds): bench/raw/table.txt.
+# (about 15 seconds), then two-record transactions against single writes (BENCHTIME
+# iterations of each, BENCHCOUNT times; about 20 seconds), then bulk loads of the 100,000
+# customers against the floor's, one load an op, 10 times (about a minute):
+# bench/raw/table.txt.
 bench:
 	$(call benchrun,table,$(GO) test -run='^$$' -bench='^Benchmark(Table|Floor)$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) . && \
-		$(GO) test -run='^$$' -bench='^BenchmarkVersionCondition$$' -benchmem -benchtime=2000x -count=1 .)
+		$(GO) test -run='^$$' -bench='^BenchmarkVersionCondition$$' -benchmem -benchtime=2000x -count=1 . && \
+		$(GO) test -run='^$$' -bench='^BenchmarkTx$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) . && \
+		$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchmem -benchtime=1x -count=10 .)
 
 # What an index costs besides its reads: eventual and synchronous writes against
 # fact-only ones, the stale check of eventual reads, the maintainer, Verify, and a
@@ -67,15 +72,20 @@ bench-upkeep:
 		$(GO) test -run='^$$' -bench='^BenchmarkBackfill$$' -benchtime=1x -count=3 .)
 
 # The Pebble store at 100,000 and 1,000,000 records, each strategy against raw Pebble
-# writes in the same run (about 5 minutes): bench/raw/pebble.txt.
+# writes in the same run (about 5 minutes), then durable bulk loads of 100,000 customers
+# against raw Pebble batches, one load an op, 5 times (about 40 seconds):
+# bench/raw/pebble.txt.
 bench-pebble:
 	$(call benchrun,pebble,cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 . && \
-		$(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .)
+		$(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 . && \
+		$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchmem -benchtime=1x -count=5 .)
 
 # The Azure Table store's writes, range reads and gets on Azurite, in one run (about 2
-# minutes): bench/raw/azurite.txt.
+# minutes), then bulk loads of 2,000 customers in 20 partitions, their requests counted, one
+# load an op, 5 times (about a minute): bench/raw/azurite.txt.
 bench-azurite:
-	$(call benchrun,azurite,scripts/azurite $(GO) test -run='^$$' -bench='^BenchmarkAzurite$$' -benchmem -benchtime=400x -count=5 ./azstore/)
+	$(call benchrun,azurite,scripts/azurite sh -c "$(GO) test -run='^$$' -bench='^BenchmarkAzurite$$' -benchmem -benchtime=400x -count=5 ./azstore/ && \
+		$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchmem -benchtime=1x -count=5 ./azstore/")
 
 # What each operation of a table on Azure costs in requests, table scans and entities read, at 500
 # and 5,000 movies, before pending changes were hinted and now, in one run (about 10 minutes):

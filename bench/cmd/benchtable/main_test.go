@@ -134,6 +134,45 @@ BenchmarkVersionCondition/condition=without-2  10  1000 ns/op
 	require.Contains(t, got, "- the schema version condition at most 10% of an insert without it: met (+10.0%)")
 }
 
+// TestLoad: the core's bulk loads against the floor, each way's ratio to
+// the floor's and to Load's, and the target of each strategy's Load; and
+// transactions against single writes.
+func TestLoad(t *testing.T) {
+	r := mustParse(t, `BenchmarkFloor/get-2  10  100 ns/op
+BenchmarkTx/update-2  20000  6000 ns/op  2000 single-ns/op  4000 tx2-ns/op  2.000 tx/single
+BenchmarkTx/update-2  20000  6000 ns/op  2000 single-ns/op  4600 tx2-ns/op  2.300 tx/single
+BenchmarkTx/update-2  20000  6000 ns/op  2000 single-ns/op  4200 tx2-ns/op  2.100 tx/single
+BenchmarkTx/insert-2  20000  6000 ns/op  2000 single-ns/op  5000 tx2-ns/op  2.500 tx/single
+BenchmarkLoad/floor-2  1  100000000 ns/op  1000 ns/record
+BenchmarkLoad/floor-2  1  300000000 ns/op  3000 ns/record
+BenchmarkLoad/keys-only/indexed-2  1  1 ns/op  1500 ns/record
+BenchmarkLoad/keys-only/indexed-2  1  1 ns/op  2500 ns/record
+BenchmarkLoad/keys-only/then-build-2  1  1 ns/op  3000 ns/record
+BenchmarkLoad/keys-only/inserts-2  1  1 ns/op  4000 ns/record
+BenchmarkLoad/full-copy/indexed-2  1  1 ns/op  5000 ns/record
+`)
+	var out strings.Builder
+	require.NoError(t, writeTable(&out, r))
+	got := out.String()
+	for _, want := range []string{
+		"medians of 2 runs:",
+		"| strategy | Load | Load, then Build | one Insert a record |",
+		"| google/btree by hand, batches of 1,000 (floor) | 2.00 µs | – | – |",
+		"| keys-only | 2.00 µs (1.00x) | 3.00 µs (1.50x; 1.50x Load) | 4.00 µs (2.00x; 2.00x Load) |",
+		"| full-copy | 5.00 µs (2.50x) | – | – |",
+		"- keys-only Load at most 2x the floor: met (1.00x)",
+		"- full-copy Load at most 2x the floor: **missed** (2.50x)",
+		"Medians of 3 runs:",
+		"| update | 2.00 µs | 4.20 µs | 2.10x |",
+		"| insert | 2.00 µs | 5.00 µs | 2.50x |",
+		"- a transaction of two updates at most 2.2x a single update: met (2.10x)",
+		"- a transaction of two inserts at most 2.2x a single insert: **missed** (2.50x)",
+	} {
+		require.Contains(t, got, want)
+	}
+	require.Less(t, strings.Index(got, "| insert | 2.00 µs"), strings.Index(got, "Targets, on the medians"), "the targets come last")
+}
+
 func TestUpkeep(t *testing.T) {
 	r := mustParse(t, `BenchmarkEventualWrite/fact-only-2  10  100 ns/op
 BenchmarkEventualWrite/eventual-2  10  120 ns/op  1.2 x-fact-only
@@ -176,6 +215,27 @@ BenchmarkPebble/100k/keys-only/insert-sync-2  10  110000 ns/op
 	} {
 		require.Contains(t, got, want)
 	}
+	require.NotContains(t, got, "### Bulk load", "no BenchmarkLoad results, no table")
+
+	// Bulk loads against raw batches, after the sizes' tables.
+	r = mustParse(t, `BenchmarkPebble/100k/raw/insert-sync-2  10  100000 ns/op
+BenchmarkPebble/100k/keys-only/insert-sync-2  10  300000 ns/op
+BenchmarkLoad/raw-2  1  1 ns/op  700 ns/record
+BenchmarkLoad/keys-only/indexed-2  1  1 ns/op  1400 ns/record
+BenchmarkLoad/keys-only/then-build-2  1  1 ns/op  2800 ns/record
+`)
+	out.Reset()
+	require.NoError(t, writePebble(&out, r))
+	got = out.String()
+	for _, want := range []string{
+		"### Bulk load\n\nBulk loads of the 100,000 customers",
+		"| strategy | Load | Load, then Build |\n",
+		"| raw, batches of 1,000 | 700 ns | – |",
+		"| keys-only | 1.40 µs (2.00x) | 2.80 µs (4.00x; 2.00x Load) |",
+		"- keys-only durable insert at most 2x raw, 100k: **missed** (3.00x)\n- keys-only Load at most 2x raw: met (2.00x)",
+	} {
+		require.Contains(t, got, want)
+	}
 }
 
 func TestAzurite(t *testing.T) {
@@ -193,6 +253,24 @@ BenchmarkAzurite/get-2  400  300000 ns/op  1.000 round-trips/op
 		"| write, two-intra+inter | 3.00 ms (3.00 ms–3.00 ms) | 1 | 2.00x time, 1.00x round trips |",
 		"| then the maintainer, per write | 7.00 ms (7.00 ms–7.00 ms) | 12.9 |  |",
 		"| get | 300.00 µs (300.00 µs–300.00 µs) | 1 |  |",
+	} {
+		require.Contains(t, got, want)
+	}
+	require.NotContains(t, got, "Targets", "no BenchmarkLoad results, no target")
+
+	// Bulk loads: requests per record, the load's and the maintainer's.
+	r = mustParse(t, `BenchmarkAzurite/write/fact-only-2  400  1000000 ns/op  1.000 round-trips/op
+BenchmarkLoad/intra-2  1  1 ns/op  400000 ns/record  0.09 requests/record  0.09 transactions/record
+BenchmarkLoad/intra+inter-2  1  1 ns/op  2000000 maintainer-ns/record  0.96 maintainer-requests/record  0.51 maintainer-transactions/record  800000 ns/record  0.18 requests/record  0.18 transactions/record
+`)
+	out.Reset()
+	require.NoError(t, writeAzurite(&out, r))
+	got = out.String()
+	for _, want := range []string{
+		"| two intra-partition | 0.09 | 0.09 | 400.00 µs | – | – | – |",
+		"| intra- and inter-partition | 0.18 | 0.18 | 800.00 µs | 0.96 | 0.51 | 2.00 ms |",
+		"- Load, two intra-partition indexes, at most 0.1 requests a record: met (0.09)",
+		"- Load, intra- and inter-partition indexes, at most 0.1 requests a record: **missed** (0.18; the maintainer then 0.96)",
 	} {
 		require.Contains(t, got, want)
 	}

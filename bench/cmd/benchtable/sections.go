@@ -35,7 +35,11 @@ operations (read the old record, check it, write the record and two entries) whe
 makes three, and an insert four (its batch expects the record absent rather than read it). The
 schema version condition adds a fifth, an expectation: on the memory store, one more B-tree lookup
 under the store's lock, of a key outside the records' (the same key for every write), and a
-comparison of 24 bytes; it writes nothing.
+comparison of 24 bytes; it writes nothing. A Load batch is one transaction of a thousand records:
+it encodes each record and its entries as an insert does, then plans the transaction (its
+expectations merged by key), and the store sorts and checks the batch's operations before it puts
+them into its B-tree of byte keys, where the floor compares the fields of record pointers and
+encodes nothing. Load, then Build writes the records, then reads them back to write their entries.
 `,
 		write: writeTable,
 	},
@@ -84,7 +88,11 @@ and which concurrent load on the machine makes vary most. A NoSync insert writes
 where raw writes one, in the memtable and in every later compaction, which shares the cores with
 the writer. A keys-only or partial range makes 100 point reads in the fact table (one iterator,
 in key order); a full-copy range reads one contiguous range. Index keys compress well; full
-copies do not.
+copies do not. A Load batch, like raw's, waits for one fsync, but it first reads each record's key
+(the insert expects it absent: a Get under the store's lock), then writes three keys a record where
+raw writes one, and the flushes and compactions of that data share the two cores with the load.
+Build reads the records back and writes their entries in batches of its own (ChunkSize records),
+each synced.
 `,
 		write: writePebble,
 	},
@@ -105,7 +113,13 @@ Azurite writes them one by one), not requests. The inter-partition index costs t
 request, the hint of its change in the queue's hint partition, and its other requests later, in
 the maintainer, which writes in the record's and the actors' partitions, many records' entries of
 one partition in one transaction. A keys-only range fetches its records with a query a partition chunk; a full-copy
-range is a query of the queue's hints (one partition) and a query of the index's partition.
+range is a query of the queue's hints (one partition) and a query of the index's partition. Load
+groups the records of a partition into transactions of as many as Azure's 100 operations hold (a
+record takes its insert and its entries), one request each, and with an inter-partition index one
+more a transaction, its hint; a group's remainder and the groups it writes early, when it holds
+many partitions' records, make smaller transactions. The maintainer then queries the queue and
+writes each surname partition's entries in transactions, within a pass of BatchSize changes spread
+over many surnames.
 `,
 		write: writeAzurite,
 	},
@@ -220,8 +234,29 @@ func writeTable(w io.Writer, r *run) error {
 		}
 	}
 	ts = append(ts, versionCondition(w, r)...)
+	ts = append(ts, writeLoad(w, r, memoryLoad)...)
+	ts = append(ts, writeTx(w, r)...)
 	writeTargets(w, ts)
 	return nil
+}
+
+// memoryLoad is the core's BenchmarkLoad.
+var memoryLoad = loadSpec{
+	base: "floor", baseLabel: "google/btree by hand, batches of 1,000 (floor)", baseRef: "the floor",
+	intro: "Bulk loads of the 100,000 customers into an empty table on a new memory store (binary codec, " +
+		"the two indexes above, of each strategy), against the floor putting the same records into its three " +
+		"trees in batches of 1,000, each under one lock, in the same run: `Load` with the indexes, `Load` " +
+		"without them and then `Build` (the other way to fill an empty table), and one `Insert` a record.",
+}
+
+// pebbleLoad is pebblestore's BenchmarkLoad.
+var pebbleLoad = loadSpec{
+	base: "raw", baseLabel: "raw, batches of 1,000", baseRef: "raw",
+	intro: "Bulk loads of the 100,000 customers of the first section's loads into an empty table on a new " +
+		"durable store (the default: each batch waits for the write-ahead log's fsync), against raw: the same " +
+		"fact keys and values written as Pebble batches of 1,000 records, each committed with Sync, no index and " +
+		"no read, in the same run. `Load` has the two indexes, of each strategy; `Load, then Build` loads " +
+		"without them and then builds them.",
 }
 
 // versionCondition writes the table of BenchmarkVersionCondition, if it
@@ -460,6 +495,10 @@ func writePebble(w io.Writer, r *run) error {
 		table(w, append([]string{"operation", "raw"}, strategies...), rows)
 		ts = append(ts, atMost("keys-only durable insert at most 2x raw, "+size, r.med(p+"keys-only/insert-sync", "ns/op"), r.med(raw("insert-sync"), "ns/op"), 2)...)
 	}
+	if len(r.names("Load/")) > 0 {
+		fmt.Fprint(w, "### Bulk load\n\n")
+		ts = append(ts, writeLoad(w, r, pebbleLoad)...)
+	}
 	writeTargets(w, ts)
 	return nil
 }
@@ -497,6 +536,7 @@ func writeAzurite(w io.Writer, r *run) error {
 	}
 	fmt.Fprintf(w, "Medians of %d runs (least–most):\n\n", r.runs(base, "ns/op"))
 	table(w, []string{"operation", "time", "round trips/op", "vs fact-only write"}, rows)
+	writeTargets(w, writeAzureLoad(w, r))
 	return nil
 }
 
