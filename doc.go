@@ -133,6 +133,13 @@
 // part of a transaction: they read the table as committed, and a
 // transaction that acts on what one found reads those records with Get.
 //
+// Table.Load inserts a sequence of records many to a batch, each batch a
+// transaction (on a partitioned store, of one partition's records), the
+// load as a whole not atomic: a record the table holds as given counts as
+// present, so a load run again finishes what one that stopped began, and
+// a record that cannot be inserted is refused with its position and why
+// (LoadOptions.OnRefused: stop, or skip and report).
+//
 // # The catalog and an index's lifecycle
 //
 // Each table keeps the definitions and states of its index tables in the

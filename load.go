@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"reflect"
-	"slices"
 )
 
 // LoadPolicy says what Load does with a record it cannot insert.
@@ -170,9 +168,9 @@ func (l *loader[T]) add(ctx context.Context, rec T) error {
 // flushLargest writes the records of the partition that holds the most.
 func (l *loader[T]) flushLargest(ctx context.Context) error {
 	largest, n := "", -1
-	for _, p := range slices.Sorted(maps.Keys(l.groups)) {
-		if len(l.groups[p]) > n {
-			largest, n = p, len(l.groups[p])
+	for p, recs := range l.groups {
+		if len(recs) > n || len(recs) == n && p < largest {
+			largest, n = p, len(recs)
 		}
 	}
 	return l.flush(ctx, largest)

@@ -319,3 +319,18 @@ func TestLoadConcurrentWriters(t *testing.T) {
 	}
 	requireCities(t, tbl, final)
 }
+
+// TestLoadReadsUniqueKeysTogether: a batch reads the unique keys its
+// records take in one call, not one call a record (on Azure, a request
+// each).
+func TestLoadReadsUniqueKeysTogether(t *testing.T) {
+	ctx := context.Background()
+	fs := faultstore.New(it.NewMemoryStore())
+	tbl := openCities(t, fs)
+	gets, getManys := fs.Calls(faultstore.Get), fs.Calls(faultstore.GetMany)
+	rep, err := tbl.Load(ctx, slices.Values(cities(300)), it.LoadOptions{BatchRecords: 100})
+	require.NoError(t, err)
+	require.Equal(t, 300, rep.Inserted)
+	require.Equal(t, 0, fs.Calls(faultstore.Get)-gets)
+	require.Equal(t, 3, fs.Calls(faultstore.GetMany)-getManys)
+}

@@ -710,6 +710,9 @@ func (tx *Tx) hintFor(key []byte) []byte {
 // planned, at its ops.
 func (tx *Tx) plan(ctx context.Context) (*kv.Batch, []kv.Op, error) {
 	g, err := tx.uniqueKeys()
+	if err == nil && g != nil {
+		err = g.prefetch(ctx)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -901,6 +904,7 @@ type txEntry struct {
 type txGetter struct {
 	store        kv.Store
 	taken, freed map[string]txEntry
+	read         map[string][]byte // keys read ahead (prefetch): their values, nil if absent
 	planner      *txRecord
 	covered      [][]byte
 }
@@ -973,6 +977,31 @@ func (g *txGetter) forget(r *txRecord) {
 	}
 }
 
+// prefetch reads, in one call, the unique keys that the records' plans
+// check: those they take anew (or take while their index is built). A
+// store that answers each call with a request (Azure) so answers a
+// transaction, or a batch of Load, with one, not one a record.
+func (g *txGetter) prefetch(ctx context.Context) error {
+	var keys [][]byte
+	for _, q := range g.taken {
+		if findEntry(q.r.a.oldEntries, q.e.key) < 0 || q.e.ix.state != IndexReadable {
+			keys = append(keys, q.e.key)
+		}
+	}
+	if len(keys) < 2 {
+		return nil
+	}
+	values, err := g.store.GetMany(ctx, keys, nil)
+	if err != nil {
+		return err
+	}
+	g.read = make(map[string][]byte, len(keys))
+	for i, k := range keys {
+		g.read[string(k)] = values[i]
+	}
+	return nil
+}
+
 // plans starts the plan of record r.
 func (g *txGetter) plans(r *txRecord) {
 	g.planner, g.covered = r, g.covered[:0]
@@ -984,9 +1013,15 @@ func (g *txGetter) Get(ctx context.Context, key []byte) ([]byte, error) {
 		g.covered = append(g.covered, key)
 		return t.e.value, nil
 	}
-	v, err := g.store.Get(ctx, key)
-	if err != nil {
-		return nil, err
+	v, ok := g.read[string(key)]
+	switch {
+	case ok && v == nil:
+		return nil, fmt.Errorf("%w: key %q", ErrNotFound, key)
+	case !ok:
+		var err error
+		if v, err = g.store.Get(ctx, key); err != nil {
+			return nil, err
+		}
 	}
 	if f, ok := g.freed[string(key)]; ok && f.r != g.planner && sameOwner(f.e.ix, key, v, f.e.value) {
 		g.covered = append(g.covered, key)
