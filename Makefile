@@ -55,8 +55,8 @@ benchrun = mkdir -p $(BENCHRAW) && ($(BENCHSTAMP) && $(2)) > $(BENCHRAW)/$(1).tm
 # without the schema version condition, in turns: 50 rounds (the benchmark's own, hence
 # -count=1) of 2,000 inserts into each of two tables, which grow as much as BenchmarkTable's
 # (about 15 seconds), then two-record transactions against single writes (BENCHTIME
-# iterations of each, BENCHCOUNT times; about 20 seconds), then bulk loads of the 100,000
-# customers against the floor's, one load an op, 10 times (about a minute):
+# iterations of each, BENCHCOUNT times; about 10 seconds), then bulk loads of the 100,000
+# customers against the floor's, one load an op, 10 times (about 30 seconds):
 # bench/raw/table.txt.
 bench:
 	$(call benchrun,table,$(GO) test -run='^$$' -bench='^Benchmark(Table|Floor)$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) . && \
@@ -73,7 +73,7 @@ bench-upkeep:
 
 # The Pebble store at 100,000 and 1,000,000 records, each strategy against raw Pebble
 # writes in the same run (about 5 minutes), then durable bulk loads of 100,000 customers
-# against raw Pebble batches, one load an op, 5 times (about 40 seconds):
+# against raw Pebble batches, one load an op, 5 times (about 20 seconds):
 # bench/raw/pebble.txt.
 bench-pebble:
 	$(call benchrun,pebble,cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 . && \
@@ -82,7 +82,7 @@ bench-pebble:
 
 # The Azure Table store's writes, range reads and gets on Azurite, in one run (about 2
 # minutes), then bulk loads of 2,000 customers in 20 partitions, their requests counted, one
-# load an op, 5 times (about a minute): bench/raw/azurite.txt.
+# load an op, 5 times (about 40 seconds): bench/raw/azurite.txt.
 bench-azurite:
 	$(call benchrun,azurite,scripts/azurite sh -c "$(GO) test -run='^$$' -bench='^BenchmarkAzurite$$' -benchmem -benchtime=400x -count=5 ./azstore/ && \
 		$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchmem -benchtime=1x -count=5 ./azstore/")
