@@ -67,8 +67,8 @@ type LoadRefusal struct {
 // single insert, but the load as a whole is not atomic. On a store whose
 // atomicity scope is a partition (Azure Table storage), a batch holds
 // records of one partition: Load groups them as they come, holding at
-// most 16 batches' worth, so records that share partitions share
-// requests.
+// most 16 batches' worth (or 4,096 records), so records that share
+// partitions share requests.
 //
 // A load is resumable: a record the table holds already, as given (the
 // same encoded record), counts as Present and is not written again, so a
@@ -102,11 +102,13 @@ func (t *Table[T]) Load(ctx context.Context, seq iter.Seq[T], opts LoadOptions) 
 	return l.rep, nil
 }
 
-// loadBatch is the default of LoadOptions.BatchRecords, and loadHeld how
-// many batches' worth of records a load holds before it flushes one.
+// loadBatch is the default of LoadOptions.BatchRecords. A load holds
+// loadHeld batches' worth of records, or loadHeldRecords if more, before
+// it flushes the largest partition's.
 const (
-	loadBatch = 1000
-	loadHeld  = 16
+	loadBatch       = 1000
+	loadHeld        = 16
+	loadHeldRecords = 4096
 )
 
 // loader is one run of Load.
@@ -159,7 +161,7 @@ func (l *loader[T]) add(ctx context.Context, rec T) error {
 	switch {
 	case len(l.groups[p]) >= l.size:
 		return l.flush(ctx, p)
-	case l.held >= loadHeld*l.size:
+	case l.held >= max(loadHeld*l.size, loadHeldRecords):
 		return l.flushLargest(ctx)
 	}
 	return nil
@@ -268,31 +270,24 @@ func (l *loader[T]) commit(ctx context.Context, recs []*loadRecord[T]) (again []
 	tx.setAside = true
 	tt := l.t.In(tx)
 	in := make([]*loadRecord[T], 0, len(recs))
-	byKey := make(map[string]*loadRecord[T], len(recs))
 	for _, r := range recs {
-		if first, ok := byKey[string(r.key)]; ok {
-			if err := l.duplicate(r, first.rec); err != nil {
-				return nil, oversized, err
-			}
-			continue
-		}
 		_, err := tt.Insert(ctx, r.rec)
 		switch {
 		case err == nil:
-			byKey[string(r.key)] = r
 			in = append(in, r)
+		case errors.Is(err, ErrExists): // an earlier record of the batch has its key
+			err = l.duplicate(r, find(in, r.key).rec)
 		case refusable(err):
-			if err := l.refuse(r, err); err != nil {
-				return nil, oversized, err
-			}
-		default:
+			err = l.refuse(r, err)
+		}
+		if err != nil {
 			return nil, oversized, err
 		}
 	}
 	err = tx.Commit(ctx)
 	switch {
 	case err == nil:
-		return nil, oversized, l.committed(tx, byKey, len(in))
+		return nil, oversized, l.committed(tx, in)
 	case tx.oversized != [2]int{} && len(in) > 1:
 		return in, tx.oversized, nil
 	case tx.oversized != [2]int{}:
@@ -304,17 +299,27 @@ func (l *loader[T]) commit(ctx context.Context, recs []*loadRecord[T]) (again []
 	return nil, oversized, err
 }
 
-// committed counts the records of a committed batch of n records, less
-// those tx set aside, which it refuses.
-func (l *loader[T]) committed(tx *Tx, byKey map[string]*loadRecord[T], n int) error {
-	l.rep.Inserted += n - len(tx.refusals)
+// committed counts the records of in, a committed batch, less those tx
+// set aside, which it refuses.
+func (l *loader[T]) committed(tx *Tx, in []*loadRecord[T]) error {
+	l.rep.Inserted += len(in) - len(tx.refusals)
 	var first error
 	for _, f := range tx.refusals {
-		if err := l.refuse(byKey[string(f.key)], f.err); err != nil && first == nil {
+		if err := l.refuse(find(in, f.key), f.err); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// find returns the record of recs with fact key key.
+func find[T any](recs []*loadRecord[T], key []byte) *loadRecord[T] {
+	for _, r := range recs {
+		if bytes.Equal(r.key, key) {
+			return r
+		}
+	}
+	return nil
 }
 
 // present reads the records of recs, a batch that conflicted: those the

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/indextable/indextable/kv"
 )
@@ -61,7 +61,10 @@ type Tx struct {
 }
 
 // txRecords and txOpLists keep the records and the operation lists of
-// transactions that are done, for the next.
+// transactions that are done, for the next: lists of up to txOpsKept
+// operations, enough for a batch of Load.
+const txOpsKept = 1 << 13
+
 var (
 	txRecords sync.Pool // *txRecord
 	txOpLists sync.Pool // *[]kv.Op
@@ -374,13 +377,19 @@ func (tx *Tx) newRecord(tbl *txTable, factKey, pk, value []byte) *txRecord {
 	return r
 }
 
+// keyString returns key as a string, without copying it, to index a map
+// for as long as key is not modified: a transaction's records' fact keys,
+// held until the transaction is done, or the keys of the operations it
+// plans.
+func keyString(key []byte) string { return unsafe.String(unsafe.SliceData(key), len(key)) }
+
 // txIndexAt is how many records a transaction looks through before it
 // indexes them by key.
 const txIndexAt = 16
 
 func (tx *Tx) lookup(key []byte) *txRecord {
 	if tx.byKey != nil {
-		return tx.byKey[string(key)]
+		return tx.byKey[keyString(key)]
 	}
 	for _, r := range tx.records {
 		if bytes.Equal(r.a.factKey, key) {
@@ -394,11 +403,11 @@ func (tx *Tx) add(r *txRecord) {
 	tx.records = append(tx.records, r)
 	switch {
 	case tx.byKey != nil:
-		tx.byKey[string(r.a.factKey)] = r
+		tx.byKey[keyString(r.a.factKey)] = r
 	case len(tx.records) > txIndexAt:
 		tx.byKey = make(map[string]*txRecord, 2*len(tx.records))
 		for _, r := range tx.records {
-			tx.byKey[string(r.a.factKey)] = r
+			tx.byKey[keyString(r.a.factKey)] = r
 		}
 	}
 }
@@ -602,7 +611,7 @@ func (tx *Tx) release() {
 		tx.records[i] = nil
 	}
 	tx.records, tx.byKey = tx.records[:0], nil
-	if ops := tx.batch.Ops(); tx.opList != nil && cap(ops) <= 1<<10 {
+	if ops := tx.batch.Ops(); tx.opList != nil && cap(ops) <= txOpsKept {
 		clear(ops[:cap(ops)])
 		*tx.opList = ops[:0]
 		txOpLists.Put(tx.opList)
@@ -722,7 +731,7 @@ func (tx *Tx) plan(ctx context.Context) (*kv.Batch, []kv.Op, error) {
 	}
 	p := txOps{ops: tx.newOps(n)}
 	if n > mergeScan {
-		p.at = make(map[string][]int)
+		p.at = make(map[string]int, len(tx.records)+1)
 	}
 	for _, r := range tx.records {
 		if r.refused {
@@ -766,31 +775,36 @@ func (tx *Tx) newOps(n int) []kv.Op {
 // txOps are the operations a commit plans.
 type txOps struct {
 	ops []kv.Op
-	at  map[string][]int // the expectations among ops by key, when there may be many
+	// When there may be many, the last expectation among ops of each key
+	// (keyString): an expectation of a key expected otherwise in between
+	// may go in twice, which is harmless.
+	at map[string]int
 }
 
 // truncate drops the operations from n on.
 func (p *txOps) truncate(n int) {
 	p.ops = p.ops[:n]
-	for k, at := range p.at {
-		at = slices.DeleteFunc(at, func(i int) bool { return i >= n })
-		if len(at) == 0 {
+	for k, i := range p.at {
+		if i >= n {
 			delete(p.at, k)
-		} else {
-			p.at[k] = at
 		}
 	}
 }
 
 // add adds op, unless it is an expectation that ops hold already.
 func (p *txOps) add(op kv.Op) {
-	if !op.IsWrite() {
-		if mergesWith(p.ops, p.at, op) >= 0 {
+	switch {
+	case op.IsWrite():
+	case p.at == nil:
+		if mergesWith(p.ops, nil, op) >= 0 {
 			return
 		}
-		if p.at != nil {
-			p.at[string(op.Key)] = append(p.at[string(op.Key)], len(p.ops))
+	default:
+		k := keyString(op.Key)
+		if i, ok := p.at[k]; ok && p.ops[i].Kind == op.Kind && bytes.Equal(p.ops[i].Value, op.Value) {
+			return
 		}
+		p.at[k] = len(p.ops)
 	}
 	p.ops = append(p.ops, op)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // OpKind is the kind of one batch operation.
@@ -110,7 +111,7 @@ func CheckExpectation(op Op, current []byte) error {
 // CheckBatch validates b for any Store: it reports an error wrapping
 // ErrInvalidBatch for an unknown operation kind or a key written twice.
 // Stores call it at the start of Apply; it allocates nothing for a batch
-// of up to 64 writes.
+// of up to 64 writes, and one map for a larger one.
 func CheckBatch(b *Batch) error {
 	ops := b.Ops()
 	var room [64]int32
@@ -124,7 +125,8 @@ func CheckBatch(b *Batch) error {
 			return fmt.Errorf("%w: operation %d has unknown kind %v", ErrInvalidBatch, i, op.Kind)
 		}
 	}
-	if len(writes) <= 8 {
+	switch {
+	case len(writes) <= 8:
 		for j, w := range writes {
 			for _, prev := range writes[:j] {
 				if bytes.Equal(ops[prev].Key, ops[w].Key) {
@@ -132,12 +134,22 @@ func CheckBatch(b *Batch) error {
 				}
 			}
 		}
-		return nil
-	}
-	slices.SortFunc(writes, func(x, y int32) int { return bytes.Compare(ops[x].Key, ops[y].Key) })
-	for j := 1; j < len(writes); j++ {
-		if k := ops[writes[j]].Key; bytes.Equal(ops[writes[j-1]].Key, k) {
-			return errWrittenTwice(k)
+	case len(writes) <= len(room):
+		slices.SortFunc(writes, func(x, y int32) int { return bytes.Compare(ops[x].Key, ops[y].Key) })
+		for j := 1; j < len(writes); j++ {
+			if k := ops[writes[j]].Key; bytes.Equal(ops[writes[j-1]].Key, k) {
+				return errWrittenTwice(k)
+			}
+		}
+	default:
+		// The keys, unchanged while the map lives, index it uncopied.
+		seen := make(map[string]struct{}, len(writes))
+		for _, w := range writes {
+			k := ops[w].Key
+			if _, dup := seen[unsafe.String(unsafe.SliceData(k), len(k))]; dup {
+				return errWrittenTwice(k)
+			}
+			seen[unsafe.String(unsafe.SliceData(k), len(k))] = struct{}{}
 		}
 	}
 	return nil
