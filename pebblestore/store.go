@@ -554,21 +554,8 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	var buf []byte
-	for _, op := range ops {
-		switch op.Kind {
-		case kv.OpExpectValue, kv.OpExpectAbsent:
-			v, err := get(db, op.Key, buf[:0])
-			if err != nil {
-				return err
-			}
-			if v != nil {
-				buf = v
-			}
-			if err := kv.CheckExpectation(op, v); err != nil {
-				return fmt.Errorf("pebblestore: %w", err)
-			}
-		}
+	if err := checkExpectations(db, ops); err != nil {
+		return err
 	}
 	pb := db.NewBatch()
 	defer pb.Close()
@@ -590,6 +577,71 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	return nil
+}
+
+// iterateAt is how many expectations checkExpectations reads with one
+// iterator, in key order, rather than a Get each: a Get builds an
+// iterator of its own.
+const iterateAt = 8
+
+// checkExpectations checks the expectations among ops against db.
+func checkExpectations(db *pebble.DB, ops []kv.Op) error {
+	var expect []int // the expectations' indexes in ops
+	for i, op := range ops {
+		if !op.IsWrite() {
+			expect = append(expect, i)
+		}
+	}
+	if len(expect) < iterateAt {
+		var buf []byte
+		for _, i := range expect {
+			v, err := get(db, ops[i].Key, buf[:0])
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				buf = v
+			}
+			if err := kv.CheckExpectation(ops[i], v); err != nil {
+				return fmt.Errorf("pebblestore: %w", err)
+			}
+		}
+		return nil
+	}
+	slices.SortFunc(expect, func(a, b int) int { return bytes.Compare(ops[a].Key, ops[b].Key) })
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("pebblestore: get: %w", err)
+	}
+	err = func() error {
+		for _, i := range expect {
+			op := ops[i]
+			var v []byte // nil: absent
+			valid := false
+			if len(op.Key) == 0 {
+				valid = it.First() // Pebble's invariant checks cannot seek to ""
+			} else {
+				valid = it.SeekGE(op.Key)
+			}
+			if valid && bytes.Equal(it.Key(), op.Key) {
+				var err error
+				if v, err = it.ValueAndErr(); err != nil {
+					return fmt.Errorf("pebblestore: get: %w", err)
+				}
+				if v == nil {
+					v = []byte{}
+				}
+			}
+			if err := kv.CheckExpectation(op, v); err != nil {
+				return fmt.Errorf("pebblestore: %w", err)
+			}
+		}
+		return nil
+	}()
+	if cerr := errors.Join(it.Error(), it.Close()); err == nil && cerr != nil {
+		err = fmt.Errorf("pebblestore: get: %w", cerr)
+	}
+	return err
 }
 
 // maxBatchBytes is the size that a Pebble batch must stay below: Pebble

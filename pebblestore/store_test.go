@@ -586,3 +586,52 @@ func TestOlderSchema(t *testing.T) {
 		require.False(t, ok && k.Space == kv.SpaceIndex && bytes.Equal(k.Index, nameIndex), "an entry of the dropped index: %q", e.Key)
 	}
 }
+
+// TestManyExpectations: a batch with enough expectations to be checked
+// with one iterator checks each as a Get would: values, empty values,
+// absent keys (the empty key too), and fails whole on any one.
+func TestManyExpectations(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), pebblestore.Options{NoSync: true})
+	defer s.Close()
+	var b kv.Batch
+	for i := range 12 {
+		b.Put([]byte(fmt.Sprint("k", i)), []byte(fmt.Sprint("v", i)))
+	}
+	b.Put([]byte("empty"), []byte{})
+	require.NoError(t, s.Apply(ctx, &b))
+	expect := func(last kv.Op) error {
+		var b kv.Batch
+		for i := 11; i >= 0; i-- { // out of key order
+			b.ExpectValue([]byte(fmt.Sprint("k", i)), []byte(fmt.Sprint("v", i)))
+		}
+		b.ExpectValue([]byte("empty"), []byte{})
+		b.ExpectAbsent([]byte("k5x"))
+		b.ExpectAbsent(nil)
+		b.Put([]byte("new"), []byte("n"))
+		switch last.Kind {
+		case kv.OpExpectValue:
+			b.ExpectValue(last.Key, last.Value)
+		case kv.OpExpectAbsent:
+			b.ExpectAbsent(last.Key)
+		}
+		return s.Apply(ctx, &b)
+	}
+	for _, tc := range []struct {
+		name string
+		last kv.Op
+	}{
+		{"a value changed", kv.Op{Kind: kv.OpExpectValue, Key: []byte("k3"), Value: []byte("other")}},
+		{"a key present", kv.Op{Kind: kv.OpExpectAbsent, Key: []byte("k7")}},
+		{"an empty value taken for absent", kv.Op{Kind: kv.OpExpectAbsent, Key: []byte("empty")}},
+		{"an absent key taken for empty", kv.Op{Kind: kv.OpExpectValue, Key: []byte("zz"), Value: []byte{}}},
+	} {
+		require.ErrorIs(t, expect(tc.last), kv.ErrConflict, tc.name)
+		_, err := s.Get(ctx, []byte("new"))
+		require.ErrorIs(t, err, kv.ErrNotFound, tc.name)
+	}
+	require.NoError(t, expect(kv.Op{}))
+	v, err := s.Get(ctx, []byte("new"))
+	require.NoError(t, err)
+	require.Equal(t, "n", string(v))
+}
