@@ -116,6 +116,7 @@ type loader[T any] struct {
 	t      *Table[T]
 	opts   LoadOptions
 	size   int                         // the most records a batch holds
+	full   int                         // size at the start
 	part   func(key []byte) []byte     // the store's partitions, or nil
 	groups map[string][]*loadRecord[T] // the records not yet written, by partition
 	held   int
@@ -139,7 +140,7 @@ func newLoader[T any](t *Table[T], opts LoadOptions) *loader[T] {
 			size = max(1, min(size, atom.MaxOps/3))
 		}
 	}
-	return &loader[T]{t: t, opts: opts, size: size, part: atom.Partition, groups: map[string][]*loadRecord[T]{}}
+	return &loader[T]{t: t, opts: opts, size: size, full: size, part: atom.Partition, groups: map[string][]*loadRecord[T]{}}
 }
 
 // add takes rec, the next record of the sequence, and writes a batch when
@@ -194,19 +195,34 @@ func (l *loader[T]) flush(ctx context.Context, p string) error {
 	return nil
 }
 
-// write writes recs in one batch, or in halves when the store cannot
-// apply them as one, and reports progress.
+// write writes recs in one batch, or in smaller ones when the store
+// cannot apply them as one, and reports progress. A batch that conflicts
+// with other writes runs again, after a pause that grows.
 func (l *loader[T]) write(ctx context.Context, recs []*loadRecord[T]) error {
-	for attempt := 1; len(recs) > 0; attempt++ {
-		again, oversized, err := l.commit(ctx, recs)
-		if oversized != [2]int{} {
-			return l.split(ctx, again, oversized)
-		}
-		if err != nil {
+	pause, conflicts := txFirstPause, 0
+	for len(recs) > 0 {
+		again, fit, err := l.commit(ctx, recs)
+		var stop *refusedError
+		switch {
+		case errors.Is(err, errOversized):
+			return l.split(ctx, again, fit)
+		case errors.As(err, &stop):
 			return err
+		case err != nil:
+			return fmt.Errorf("table %q: Load: the batch from record %d: %w", l.t.name, recs[0].pos, err)
+		case fit > 0:
+			l.size = min(l.full, fit) // records of other sizes, up or down
 		}
-		if len(again) > 0 && attempt == maxAttempts {
-			return fmt.Errorf("table %q: Load: a batch kept conflicting with other writes: %w", l.t.name, ErrConflict)
+		switch {
+		case len(again) < len(recs):
+			conflicts = 0
+		case conflicts+1 == maxAttempts:
+			return fmt.Errorf("table %q: Load: the batch from record %d kept conflicting with other writes: %w", l.t.name, recs[0].pos, ErrConflict)
+		default:
+			conflicts++
+			if err := backoff(ctx, &pause); err != nil {
+				return err
+			}
 		}
 		recs = again
 	}
@@ -216,26 +232,38 @@ func (l *loader[T]) write(ctx context.Context, recs []*loadRecord[T]) error {
 	return nil
 }
 
-// split writes recs, whose batch of oversized operations and bytes the
-// store cannot apply, in batches of as many records as fit, by the
-// operations and bytes they take on average, and at most half of them.
-func (l *loader[T]) split(ctx context.Context, recs []*loadRecord[T], oversized [2]int) error {
-	atom := l.t.store.Atomicity()
-	n := len(recs) / 2
-	for i, limit := range []int{atom.MaxOps, atom.MaxBytes} {
-		if per := (oversized[i] + len(recs) - 1) / len(recs); limit > 0 && per > 0 {
-			n = min(n, limit/per)
-		}
-	}
-	l.size = max(1, n)
+// errOversized reports a batch that the store cannot apply.
+var errOversized = errors.New("the batch is too large for the store")
+
+// split writes recs, whose batch the store cannot apply, in batches of
+// fit records, or of half of them if that is fewer.
+func (l *loader[T]) split(ctx context.Context, recs []*loadRecord[T], fit int) error {
+	size := max(1, min(fit, len(recs)/2))
+	l.size = size
 	for len(recs) > 0 {
-		n := min(len(recs), l.size)
+		n := min(len(recs), size)
 		if err := l.write(ctx, recs[:n]); err != nil {
 			return err
 		}
 		recs = recs[n:]
 	}
 	return nil
+}
+
+// fit returns how many records like the n of a batch that took planSize
+// operations and bytes one batch of the store holds, or 0 when its
+// batches are unbounded.
+func (l *loader[T]) fit(planSize [2]int, n int) int {
+	atom := l.t.store.Atomicity()
+	fit := 0
+	for i, limit := range []int{atom.MaxOps, atom.MaxBytes} {
+		if per := (planSize[i] + n - 1) / max(n, 1); limit > 0 && per > 0 {
+			if fit == 0 || limit/per < fit {
+				fit = limit / per
+			}
+		}
+	}
+	return fit
 }
 
 // primaryKey returns r's primary key, as its fields hold it.
@@ -262,54 +290,64 @@ func (e *refusedError) Unwrap() error { return e.err }
 
 // commit inserts recs in one transaction. It returns the records to try
 // again: all of them when the commit conflicted with another write, those
-// not yet in the table when some were. Records the table holds, as given
-// or not, it counts as present or refuses. When the store cannot apply
-// their batch, it returns the batch's operations and bytes.
-func (l *loader[T]) commit(ctx context.Context, recs []*loadRecord[T]) (again []*loadRecord[T], oversized [2]int, err error) {
+// not in the table when some were, and those whose primary key or unique
+// key an earlier record of the batch takes, which that record's fate
+// decides. Records the table holds, as given or not, it counts as present
+// or refuses. It also returns how many records like these fit one batch
+// (see fit); when they do not fit one, errOversized.
+func (l *loader[T]) commit(ctx context.Context, recs []*loadRecord[T]) (again []*loadRecord[T], fit int, err error) {
 	tx := NewTx(l.t.store)
 	tx.setAside = true
+	defer tx.discard()
 	tt := l.t.In(tx)
-	in := make([]*loadRecord[T], 0, len(recs))
+	var in, later []*loadRecord[T]
 	for _, r := range recs {
 		_, err := tt.Insert(ctx, r.rec)
 		switch {
 		case err == nil:
 			in = append(in, r)
 		case errors.Is(err, ErrExists): // an earlier record of the batch has its key
-			err = l.duplicate(r, find(in, r.key).rec)
+			later = append(later, r)
 		case refusable(err):
-			err = l.refuse(r, err)
-		}
-		if err != nil {
-			return nil, oversized, err
+			if err := l.refuse(r, err); err != nil {
+				return nil, 0, err
+			}
+		default:
+			return nil, 0, err
 		}
 	}
 	err = tx.Commit(ctx)
+	fit = l.fit(tx.planSize, len(in)-len(tx.refusals)-len(tx.deferred))
 	switch {
 	case err == nil:
-		return nil, oversized, l.committed(tx, in)
-	case tx.oversized != [2]int{} && len(in) > 1:
-		return in, tx.oversized, nil
-	case tx.oversized != [2]int{}:
-		return nil, oversized, l.refuse(in[0], err)
+		deferred, err := l.committed(tx, in)
+		return append(deferred, later...), fit, err
+	case tx.oversized && len(in) > 1:
+		return append(in, later...), fit, errOversized
+	case tx.oversized:
+		return later, 0, l.refuse(in[0], err)
 	case errors.Is(err, ErrConflict), errors.Is(err, ErrExists):
 		again, err = l.present(ctx, in)
-		return again, oversized, err
+		return append(again, later...), 0, err
 	}
-	return nil, oversized, err
+	return nil, 0, err
 }
 
 // committed counts the records of in, a committed batch, less those tx
-// set aside, which it refuses.
-func (l *loader[T]) committed(tx *Tx, in []*loadRecord[T]) error {
-	l.rep.Inserted += len(in) - len(tx.refusals)
+// set aside: it refuses those refused, and returns those deferred.
+func (l *loader[T]) committed(tx *Tx, in []*loadRecord[T]) ([]*loadRecord[T], error) {
+	l.rep.Inserted += len(in) - len(tx.refusals) - len(tx.deferred)
 	var first error
 	for _, f := range tx.refusals {
 		if err := l.refuse(find(in, f.key), f.err); err != nil && first == nil {
 			first = err
 		}
 	}
-	return first
+	deferred := make([]*loadRecord[T], len(tx.deferred))
+	for i, key := range tx.deferred {
+		deferred[i] = find(in, key)
+	}
+	return deferred, first
 }
 
 // find returns the record of recs with fact key key.
@@ -344,35 +382,25 @@ func (l *loader[T]) present(ctx context.Context, recs []*loadRecord[T]) ([]*load
 		if err != nil {
 			return nil, fmt.Errorf("table %q: record %v: %w", l.t.name, decodeForError(r.key[len(l.t.factSpace):]), err)
 		}
-		if err := l.sameAs(r, payload, "the table holds another record with its primary key"); err != nil {
+		if err := l.sameAs(r, payload); err != nil {
 			return nil, err
 		}
 	}
 	return again, nil
 }
 
-// duplicate takes r, whose primary key an earlier record of its batch,
-// first, has: as present when it is the same record.
-func (l *loader[T]) duplicate(r *loadRecord[T], first T) error {
-	payload, err := appendMarshal(l.t.codec, nil, &first)
-	if err != nil {
-		return err
-	}
-	return l.sameAs(r, payload, "an earlier record of the load has its primary key")
-}
-
-// sameAs takes r, whose primary key a record with payload holds: as
-// present when r encodes to payload, else refused for why.
-func (l *loader[T]) sameAs(r *loadRecord[T], payload []byte, why string) error {
+// sameAs takes r, whose primary key a record of the table with payload
+// holds: as present when r encodes to payload, else refused.
+func (l *loader[T]) sameAs(r *loadRecord[T], payload []byte) error {
 	mine, err := appendMarshal(l.t.codec, make([]byte, 0, len(payload)), &r.rec)
 	if err != nil {
-		return l.refuse(r, fmt.Errorf("%w: table %q: encode record: %w", ErrCodec, l.t.name, err))
+		return l.refuse(r, fmt.Errorf("table %q: encode record: %w", l.t.name, err))
 	}
 	if bytes.Equal(mine, payload) {
 		l.rep.Present++
 		return nil
 	}
-	return l.refuse(r, fmt.Errorf("%w: table %q, primary key %v: %s", ErrExists, l.t.name, decodeForError(r.key[len(l.t.factSpace):]), why))
+	return l.refuse(r, fmt.Errorf("%w: table %q, primary key %v: the table holds another record with it", ErrExists, l.t.name, decodeForError(r.key[len(l.t.factSpace):])))
 }
 
 // refuse reports r refused for err, and returns the error that ends the

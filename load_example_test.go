@@ -49,6 +49,6 @@ func ExampleTable_Load() {
 	fmt.Printf("again: %+v\n", rep.LoadProgress)
 	// Output:
 	// {Read:4 Inserted:3 Present:0 Refused:1}
-	// record 2 ("A3"): indextable: unique index violation: table "products", index "ean": records ("A1") and ("A3") of the transaction both take key ("4006381333931")
+	// record 2 ("A3"): table "products": indextable: unique index violation: index "ean": key ("4006381333931") is taken by record ("A1")
 	// again: {Read:4 Inserted:0 Present:3 Refused:1}
 }

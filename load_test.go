@@ -2,9 +2,11 @@ package indextable_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -333,4 +335,427 @@ func TestLoadReadsUniqueKeysTogether(t *testing.T) {
 	require.Equal(t, 300, rep.Inserted)
 	require.Equal(t, 0, fs.Calls(faultstore.Get)-gets)
 	require.Equal(t, 3, fs.Calls(faultstore.GetMany)-getManys)
+}
+
+//  of issue 21 (transactions and Table.Load): each test shows a
+// finding, or an attack that held.
+
+// twoKeys is a record with two unique indexes, both within its partition
+// (P leads each key).
+type twoKeys struct {
+	P  string
+	ID int
+	A  string
+	B  string
+}
+
+func openTwoKeys(t testing.TB, s kv.Store) *it.Table[twoKeys] {
+	t.Helper()
+	tbl, err := it.Open(context.Background(), s, it.Schema[twoKeys]{SchemaLease: countLease, Name: "twokeys", PrimaryKey: []string{"P", "ID"},
+		Indexes: []it.Index[twoKeys]{
+			{Name: "a", Fields: []string{"P", "A"}, Unique: true, Sparse: true},
+			{Name: "b", Fields: []string{"P", "B"}, Unique: true, Sparse: true},
+		}})
+	require.NoError(t, err)
+	return tbl
+}
+
+// loadOutcome is what a load left: its report's counts, the positions it
+// refused, and the records the table holds.
+type loadOutcome struct {
+	Progress it.LoadProgress
+	Refused  []int
+	Held     []twoKeys
+}
+
+func loadTwoKeys(t *testing.T, held []twoKeys, load []twoKeys, size int) loadOutcome {
+	t.Helper()
+	ctx := context.Background()
+	tbl := openTwoKeys(t, it.NewMemoryStore())
+	for _, r := range held {
+		_, err := tbl.Insert(ctx, r)
+		require.NoError(t, err)
+	}
+	rep, err := tbl.Load(ctx, slices.Values(load), it.LoadOptions{OnRefused: it.LoadSkip, BatchRecords: size})
+	require.NoError(t, err)
+	out := loadOutcome{Progress: rep.LoadProgress}
+	for _, f := range rep.Refusals {
+		out.Refused = append(out.Refused, f.Position)
+	}
+	slices.Sort(out.Refused)
+	for r, err := range tbl.Find(ctx, it.Query{}) {
+		require.NoError(t, err)
+		out.Held = append(out.Held, r)
+	}
+	rv, err := tbl.Verify(ctx, it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rv.Total(), "%v", rv.Samples)
+	return out
+}
+
+// TestLoadPresentTwinOfRefused: a record given twice in one batch
+// whose first copy the commit refuses (a unique key the table holds) is
+// counted Present the second time, though the table does not hold it;
+// in batches of one, both copies are refused. Present must mean "held by
+// the table as given".
+func TestLoadPresentTwinOfRefused(t *testing.T) {
+	held := []twoKeys{{P: "p", ID: 1, A: "a1", B: "taken"}}
+	x := twoKeys{P: "p", ID: 2, A: "a2", B: "taken"}
+	load := []twoKeys{x, x}
+	want := loadOutcome{Progress: it.LoadProgress{Read: 2, Refused: 2}, Refused: []int{0, 1}, Held: held}
+	for _, size := range []int{1, 10} {
+		t.Run(fmt.Sprint("batches of ", size), func(t *testing.T) {
+			require.Equal(t, want, loadTwoKeys(t, held, load, size))
+		})
+	}
+}
+
+// TestLoadTwinOfPresentDifferent: a record given twice in one batch
+// whose first copy the table holds with other values (refused, ErrExists)
+// counts as Present the second time.
+func TestLoadTwinOfPresentDifferent(t *testing.T) {
+	held := []twoKeys{{P: "p", ID: 1, A: "old"}}
+	x := twoKeys{P: "p", ID: 1, A: "new"}
+	want := loadOutcome{Progress: it.LoadProgress{Read: 2, Refused: 2}, Refused: []int{0, 1}, Held: held}
+	for _, size := range []int{1, 10} {
+		t.Run(fmt.Sprint("batches of ", size), func(t *testing.T) {
+			require.Equal(t, want, loadTwoKeys(t, held, []twoKeys{x, x}, size))
+		})
+	}
+}
+
+// TestLoadSameKeyAfterRefused: a record whose primary key an earlier
+// record of its batch has is refused ("an earlier record of the load has
+// its primary key") even when that earlier record was refused and the
+// table holds neither; in batches of one, the second is inserted. What a
+// load keeps must not depend on BatchRecords.
+func TestLoadSameKeyAfterRefused(t *testing.T) {
+	held := []twoKeys{{P: "p", ID: 1, A: "a1", B: "taken"}}
+	load := []twoKeys{
+		{P: "p", ID: 2, A: "a2", B: "taken"}, // refused: b "taken" is held
+		{P: "p", ID: 2, A: "a2", B: "free"},  // its key is free: the first was refused
+	}
+	want := loadOutcome{Progress: it.LoadProgress{Read: 2, Inserted: 1, Refused: 1}, Refused: []int{0}, Held: append(slices.Clone(held), load[1])}
+	for _, size := range []int{1, 10} {
+		t.Run(fmt.Sprint("batches of ", size), func(t *testing.T) {
+			require.Equal(t, want, loadTwoKeys(t, held, load, size))
+		})
+	}
+}
+
+// TestLoadUniqueKeyAfterRefused: a record that takes a unique key
+// that an earlier record of its batch takes is refused, even when that
+// earlier record is refused for another unique key and never written; in
+// batches of one it is inserted.
+func TestLoadUniqueKeyAfterRefused(t *testing.T) {
+	held := []twoKeys{{P: "p", ID: 1, A: "a1", B: "taken"}}
+	load := []twoKeys{
+		{P: "p", ID: 2, A: "shared", B: "taken"}, // refused: b "taken" is held
+		{P: "p", ID: 3, A: "shared", B: "free"},  // a "shared" is free: the first was refused
+	}
+	want := loadOutcome{Progress: it.LoadProgress{Read: 2, Inserted: 1, Refused: 1}, Refused: []int{0}, Held: append(slices.Clone(held), load[1])}
+	for _, size := range []int{1, 10} {
+		t.Run(fmt.Sprint("batches of ", size), func(t *testing.T) {
+			require.Equal(t, want, loadTwoKeys(t, held, load, size))
+		})
+	}
+}
+
+// doc is a record whose Body may be large: its one index is within its
+// partition.
+type doc struct {
+	P    string
+	ID   int
+	Tag  string
+	Body string
+}
+
+// TestLoadBatchesRecoverAfterLargeRecords: a few records too large
+// to share a batch shrink every later batch of the load for good (split
+// sets loader.size and nothing raises it again): on a store with Azure's
+// limits, 5 records of 500 KB and then 600 small ones of one partition take
+// 152 batches (4 records each), where the small ones fit about 24 a batch
+// (99 operations). The issue asks for <= 0.1 requests a record for records
+// that share partitions.
+func TestLoadBatchesRecoverAfterLargeRecords(t *testing.T) {
+	ctx := context.Background()
+	s := &countingStore{Store: limited{it.NewMemoryStore()}}
+	tbl, err := it.Open(ctx, s, it.Schema[doc]{SchemaLease: countLease, Name: "docs", PrimaryKey: []string{"P", "ID"},
+		Indexes: []it.Index[doc]{{Name: "tag", Fields: []string{"P", "Tag"}}}})
+	require.NoError(t, err)
+	var load []doc
+	for i := range 5 {
+		load = append(load, doc{P: "p", ID: i, Tag: "big", Body: strings.Repeat("x", 500<<10)})
+	}
+	for i := 5; i < 605; i++ {
+		load = append(load, doc{P: "p", ID: i, Tag: fmt.Sprint("t", i%7)})
+	}
+	before := s.applies.Load()
+	rep, err := tbl.Load(ctx, slices.Values(load), it.LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, it.LoadProgress{Read: 605, Inserted: 605}, rep.LoadProgress)
+	applies := s.applies.Load() - before
+	t.Logf("%d batches for %d records", applies, len(load))
+	require.LessOrEqual(t, applies, int64(0.1*float64(len(load))), "batches")
+}
+
+// TestLoadCanceled: a load whose ctx is canceled part way returns
+// ctx's error, and run again it finishes; the counts of the finished run
+// add up.
+func TestLoadCanceled(t *testing.T) {
+	want := cities(900)
+	for _, mode := range []struct {
+		name  string
+		store func() kv.Store
+	}{
+		{"memory", func() kv.Store { return it.NewMemoryStore() }},
+		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
+		{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			tbl := openCities(t, mode.store())
+			ctx, cancel := context.WithCancel(context.Background())
+			batches := 0
+			rep, err := tbl.Load(ctx, slices.Values(want), it.LoadOptions{BatchRecords: 30, Progress: func(it.LoadProgress) {
+				if batches++; batches == 3 {
+					cancel()
+				}
+			}})
+			require.ErrorIs(t, err, context.Canceled)
+			require.Less(t, rep.Inserted, len(want))
+			rep, err = tbl.Load(context.Background(), slices.Values(want), it.LoadOptions{BatchRecords: 30})
+			require.NoError(t, err)
+			require.Equal(t, rep.Read, rep.Inserted+rep.Present+rep.Refused)
+			require.Equal(t, len(want), rep.Read)
+			require.Zero(t, rep.Refused)
+			requireCities(t, tbl, want)
+		})
+	}
+}
+
+// TestLoadSharded: on a ShardedStore a load groups records by shard
+// (each batch one shard's), and the table ends as loaded, its indexes
+// clean.
+func TestLoadSharded(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name   string
+		shards func() []kv.Store
+		opts   []it.ShardOption
+	}{
+		{"memory shards", func() []kv.Store {
+			return []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()}
+		}, nil},
+		{"limited shards, indexes by hash", func() []kv.Store {
+			return []kv.Store{limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}}
+		}, []it.ShardOption{it.WithIndexSharding(it.ShardByHash)}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			s, err := it.OpenShardedStore(ctx, mode.shards(), mode.opts...)
+			require.NoError(t, err)
+			tbl := openCities(t, s)
+			want := cities(1500)
+			rep, err := tbl.Load(ctx, slices.Values(want), it.LoadOptions{OnRefused: it.LoadSkip})
+			require.NoError(t, err)
+			for _, f := range rep.Refusals {
+				t.Logf("refused %d: %v", f.Position, f.Err)
+			}
+			require.Equal(t, it.LoadProgress{Read: 1500, Inserted: 1500}, rep.LoadProgress)
+			requireCities(t, tbl, want)
+			rep, err = tbl.Load(ctx, slices.Values(want), it.LoadOptions{})
+			require.NoError(t, err)
+			require.Equal(t, it.LoadProgress{Read: 1500, Present: 1500}, rep.LoadProgress)
+		})
+	}
+}
+
+// openCitiesLeased opens the cities of s with a short schema lease, so
+// that lifecycle changes on a partitioned store need not wait out an hour.
+func openCitiesLeased(t testing.TB, s kv.Store, ixs []it.Index[city]) *it.Table[city] {
+	t.Helper()
+	tbl, err := it.Open(context.Background(), s, it.Schema[city]{SchemaLease: testLease, Name: "cities", PrimaryKey: []string{"Country", "ID"}, Indexes: ixs})
+	require.NoError(t, err)
+	return tbl
+}
+
+// TestLoadLifecycleRace: a load on one handle while another handle
+// disables, enables, builds and repairs the table's indexes, one step a
+// batch, and a third opens it with one more index (a schema change): the
+// load finishes, and every handle finds the table clean. Run with -race.
+func TestLoadLifecycleRace(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name  string
+		store func() kv.Store
+	}{
+		{"memory", func() kv.Store { return it.NewMemoryStore() }},
+		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
+		{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := mode.store()
+			loader, other := openCitiesLeased(t, s, cityIndexes()), openCitiesLeased(t, s, cityIndexes())
+			want := cities(900)
+			done, tick := make(chan struct{}), make(chan struct{}, 1)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-done:
+						return
+					case <-tick:
+					}
+					ix := []string{"pop", "code", "name"}[i/5%3]
+					switch i % 5 {
+					case 0:
+						require.NoError(t, other.DisableIndex(ctx, ix))
+					case 1:
+						require.NoError(t, other.EnableIndex(ctx, ix))
+					case 2:
+						require.NoError(t, other.Build(ctx, it.BuildOptions{}))
+					case 3:
+						_, err := other.Repair(ctx, it.VerifyOptions{})
+						require.NoError(t, err)
+					case 4:
+						if i == 9 {
+							more := append(cityIndexes(), it.Index[city]{Name: "pop_name", Fields: []string{"Pop", "Name"}})
+							require.NoError(t, openCitiesLeased(t, s, more).Build(ctx, it.BuildOptions{}))
+						}
+					}
+				}
+			}()
+			rep, err := loader.Load(ctx, slices.Values(want), it.LoadOptions{BatchRecords: 30, Progress: func(it.LoadProgress) {
+				select {
+				case tick <- struct{}{}:
+				default:
+				}
+			}})
+			close(done)
+			wg.Wait()
+			require.NoError(t, err)
+			require.Equal(t, it.LoadProgress{Read: 900, Inserted: 900}, rep.LoadProgress)
+			require.NoError(t, other.Build(ctx, it.BuildOptions{}))
+			requireCities(t, other, want)
+			requireCities(t, loader, want)
+		})
+	}
+}
+
+// TestLoadRacesWriters: a load racing single writes, transactions
+// and a maintainer, on a partitioned store with Azure's limits (eventual
+// entries through a hinted queue): each record ends as one writer left
+// it, refusals are of taken keys, the counts add up, and the indexes
+// agree.
+func TestLoadRacesWriters(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name  string
+		store func() kv.Store
+	}{
+		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
+		{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := mode.store()
+			tbl, writer := openCities(t, s), openCities(t, s)
+			want := cities(900)
+			mctx, stopMaintainer := context.WithCancel(ctx)
+			var wg, mwg sync.WaitGroup
+			wg.Add(2)
+			mwg.Add(1)
+			go func() {
+				defer mwg.Done()
+				err := writer.RunMaintainer(mctx, it.MaintainerOptions{})
+				if !errors.Is(err, context.Canceled) {
+					require.NoError(t, err)
+				}
+			}()
+			go func() { // single writes, from the end
+				defer wg.Done()
+				for i := len(want) - 1; i >= 0; i -= 5 {
+					c := want[i]
+					c.Name, c.Code = "single", "s"+c.Code
+					_, err := writer.Upsert(ctx, c)
+					require.NoError(t, err)
+				}
+			}()
+			go func() { // transactions of two records of one country
+				defer wg.Done()
+				for i := 3; i+3 < len(want); i += 11 {
+					a, b := want[i], want[i+3]
+					err := it.Transact(ctx, s, func(tx *it.Tx) error {
+						for _, c := range []city{a, b} {
+							c.Name, c.Code = "tx", "t"+c.Code
+							if _, err := writer.In(tx).Upsert(ctx, c); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					require.NoError(t, err)
+				}
+			}()
+			rep, err := tbl.Load(ctx, slices.Values(want), it.LoadOptions{OnRefused: it.LoadSkip, BatchRecords: 24})
+			wg.Wait()
+			for _, f := range rep.Refusals {
+				require.ErrorIs(t, f.Err, it.ErrExists, "record %d", f.Position)
+			}
+			require.NoError(t, err)
+			require.Equal(t, rep.Read, rep.Inserted+rep.Present+rep.Refused)
+			stopMaintainer()
+			mwg.Wait()
+			var final []city
+			for _, c := range want {
+				got, err := tbl.Get(ctx, c.Country, c.ID)
+				require.NoError(t, err)
+				require.Contains(t, []string{c.Name, "single", "tx"}, got.Name)
+				final = append(final, got)
+			}
+			requireCities(t, tbl, final)
+		})
+	}
+}
+
+// TestLoadStoreErrorSaysWhere: a store error that ends a load says
+// it was the load's, of which table, at which record or batch: it reads
+// "commit: faultstore: ..." with neither.
+func TestLoadStoreErrorSaysWhere(t *testing.T) {
+	ctx := context.Background()
+	fs := faultstore.New(it.NewMemoryStore())
+	tbl := openCities(t, fs)
+	fs.FailAt(faultstore.Apply, 2)
+	rep, err := tbl.Load(ctx, slices.Values(cities(300)), it.LoadOptions{BatchRecords: 100})
+	require.Error(t, err)
+	t.Logf("%v", err)
+	require.Equal(t, 100, rep.Inserted)
+	require.ErrorContains(t, err, `table "cities"`)
+	require.ErrorContains(t, err, "Load")
+}
+
+// TestLoadEventual: a load into a table whose indexes are eventual,
+// run twice, on a store of one scope and on a partitioned one (hinted
+// changes): the second run finds every record present, and once the
+// queue drains the indexes agree.
+func TestLoadEventual(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range []kv.Store{it.NewMemoryStore(), partitionedStore(it.NewMemoryStore())} {
+		ixs := cityIndexes()
+		for i := range ixs {
+			if !ixs[i].Unique {
+				ixs[i].Consistency = it.Eventual
+			}
+		}
+		tbl, err := it.Open(ctx, s, it.Schema[city]{SchemaLease: countLease, Name: "cities", PrimaryKey: []string{"Country", "ID"}, Indexes: ixs})
+		require.NoError(t, err)
+		want := cities(600)
+		rep, err := tbl.Load(ctx, slices.Values(want[:400]), it.LoadOptions{BatchRecords: 50})
+		require.NoError(t, err)
+		require.Equal(t, it.LoadProgress{Read: 400, Inserted: 400}, rep.LoadProgress)
+		rep, err = tbl.Load(ctx, slices.Values(want), it.LoadOptions{BatchRecords: 64})
+		require.NoError(t, err)
+		require.Equal(t, it.LoadProgress{Read: 600, Inserted: 200, Present: 400}, rep.LoadProgress)
+		requireCities(t, tbl, want)
+	}
 }

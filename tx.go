@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -50,9 +52,13 @@ type Tx struct {
 	// setAside, set by Load, makes the commit leave out a record that
 	// cannot be written for a reason of its own (refusable), noting it in
 	// refusals, rather than fail.
-	setAside  bool
-	refusals  []txRefusal
-	oversized [2]int // set aside: the operations and bytes of a batch the store cannot apply
+	setAside bool
+	refusals []txRefusal
+	deferred [][]byte // set aside: the fact keys of records whose unique key another record takes
+	// With setAside, the operations and bytes of the batch planned, and
+	// whether the store cannot apply it.
+	planSize  [2]int
+	oversized bool
 	// Room for the tables of a small transaction, and for its records
 	// (which come from txRecords).
 	tableRoom  [2]txTable
@@ -150,6 +156,16 @@ func refusable(err error) bool {
 		}
 	}
 	return false
+}
+
+// discard ends a transaction that is not to commit, if it has not.
+func (tx *Tx) discard() {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if !tx.done {
+		tx.done = true
+		tx.release()
+	}
 }
 
 // setAsideOr returns err, or nil after setting r aside when the
@@ -570,10 +586,11 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	if b.Len() == 0 { // every record was set aside
 		return nil
 	}
+	if tx.setAside {
+		tx.planSize = [2]int{b.Len(), batchBytes(b)}
+	}
 	if err := tx.store.Atomicity().Allows(b); err != nil {
-		if tx.setAside {
-			tx.oversized = [2]int{b.Len(), batchBytes(b)}
-		}
+		tx.oversized = tx.setAside
 		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %s, which is never split", nRecords(len(tx.records)))
 	}
 	if err := tx.apply(ctx, b); err != nil {
@@ -659,7 +676,7 @@ func (tx *Tx) checkViews(ctx context.Context) error {
 // transaction read it.
 func (tx *Tx) failed(ctx context.Context, err error) error {
 	if !errors.Is(err, ErrConflict) {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit of a transaction over %s: %w", tx.tableNames(), err)
 	}
 	stale := tx.staleRead(ctx)
 	if errors.Is(stale, ErrExists) {
@@ -673,13 +690,24 @@ func (tx *Tx) failed(ctx context.Context, err error) error {
 	if stale != nil {
 		return stale
 	}
-	return fmt.Errorf("commit: %w", err)
+	return fmt.Errorf("commit of a transaction over %s: %w", tx.tableNames(), err)
+}
+
+// tableNames names the tables the transaction writes, for errors.
+func (tx *Tx) tableNames() string {
+	var names []string
+	for _, tbl := range tx.tables {
+		if tbl.view != nil {
+			names = append(names, strconv.Quote(tbl.t.Name()))
+		}
+	}
+	return "table " + strings.Join(names, ", ")
 }
 
 // staleRead returns an error wrapping ErrExists when a record that the
 // transaction inserted without reading it exists, or ErrConflict when a
-// record it read changed since, naming the record; else nil (or the
-// error of the reads).
+// record it read changed since, naming the record; else nil, also when
+// it cannot read them.
 func (tx *Tx) staleRead(ctx context.Context) error {
 	keys := make([][]byte, len(tx.records))
 	for i, r := range tx.records {
@@ -687,7 +715,7 @@ func (tx *Tx) staleRead(ctx context.Context) error {
 	}
 	now, err := tx.store.GetMany(ctx, keys, nil)
 	if err != nil {
-		return err
+		return nil // a failed read tells nothing: the commit's own error stands
 	}
 	for i, r := range tx.records {
 		if r.blind && now[i] != nil {
@@ -934,9 +962,13 @@ func (tx *Tx) uniqueKeys() (*txGetter, error) {
 		}
 		if g != nil {
 			if err := g.takenByAnother(r); err != nil {
-				if err := tx.setAsideOr(r, err); err != nil {
+				if !tx.setAside {
 					return nil, err
 				}
+				// Whether the key is free for r depends on whether the
+				// other record commits: r waits for the next transaction.
+				r.refused = true
+				tx.deferred = append(tx.deferred, bytes.Clone(r.a.factKey))
 				continue
 			}
 		}
@@ -1072,6 +1104,8 @@ func Transact(ctx context.Context, store kv.Store, fn func(tx *Tx) error) error 
 		err := fn(tx)
 		if err == nil {
 			err = tx.Commit(ctx)
+		} else {
+			tx.discard()
 		}
 		if !errors.Is(err, ErrConflict) || errors.As(err, new(versionMismatch)) {
 			return err
@@ -1079,15 +1113,24 @@ func Transact(ctx context.Context, store kv.Store, fn func(tx *Tx) error) error 
 		if attempt == txAttempts {
 			return fmt.Errorf("the transaction conflicted %d times, the last: %w", attempt, err)
 		}
-		timer := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("%w (after a conflict: %v)", ctx.Err(), err)
-		case <-timer.C:
+		if berr := backoff(ctx, &pause); berr != nil {
+			return fmt.Errorf("%w (after a conflict: %v)", berr, err)
 		}
-		pause = min(2*pause, txMaxPause)
 	}
+}
+
+// backoff waits a random time around *pause, and doubles *pause up to
+// txMaxPause; it returns ctx's error if ctx ends first.
+func backoff(ctx context.Context, pause *time.Duration) error {
+	timer := time.NewTimer(*pause/2 + rand.N(*pause))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	}
+	*pause = min(2**pause, txMaxPause)
+	return nil
 }
 
 // Transact's retries.
