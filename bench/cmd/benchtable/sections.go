@@ -37,8 +37,8 @@ schema version condition adds a fifth, an expectation: on the memory store, one 
 under the store's lock, of a key outside the records' (the same key for every write), and a
 comparison of 24 bytes; it writes nothing. A Load batch is one transaction of a thousand records:
 it encodes each record and its entries as an insert does, then plans the transaction (its
-expectations merged by key), and the store sorts and checks the batch's operations before it puts
-them into its B-tree of byte keys, where the floor compares the fields of record pointers and
+expectations merged by key), and the store checks the batch's operations before it puts them
+into its one B-tree of byte keys, where the floor compares the fields of record pointers and
 encodes nothing. Load, then Build writes the records, then reads them back to write their entries.
 `,
 		write: writeTable,
@@ -89,7 +89,7 @@ where raw writes one, in the memtable and in every later compaction, which share
 the writer. A keys-only or partial range makes 100 point reads in the fact table (one iterator,
 in key order); a full-copy range reads one contiguous range. Index keys compress well; full
 copies do not. A Load batch, like raw's, waits for one fsync, but it first reads each record's key
-(the insert expects it absent: a Get under the store's lock), then writes three keys a record where
+(the insert expects it absent: the batch's keys in key order, with one iterator), then writes three keys a record where
 raw writes one, and the flushes and compactions of that data share the two cores with the load.
 Build reads the records back and writes their entries in batches of its own (ChunkSize records),
 each synced.
