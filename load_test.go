@@ -286,42 +286,6 @@ func TestLoadArguments(t *testing.T) {
 	require.Zero(t, n)
 }
 
-// TestLoadConcurrentWriters: a load racing single writes of the same
-// records: each record ends as one of its writers left it, and the indexes
-// agree.
-func TestLoadConcurrentWriters(t *testing.T) {
-	ctx := context.Background()
-	s := it.NewMemoryStore()
-	tbl := openCities(t, s)
-	want := cities(3000)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := len(want) - 1; i >= 0; i -= 7 {
-			c := want[i]
-			c.Name = "single"
-			c.Code = "s" + c.Code
-			_, err := tbl.Upsert(ctx, c)
-			require.NoError(t, err)
-		}
-	}()
-	rep, err := tbl.Load(ctx, slices.Values(want), it.LoadOptions{OnRefused: it.LoadSkip, BatchRecords: 64})
-	wg.Wait()
-	require.NoError(t, err)
-	t.Logf("%+v", rep.LoadProgress)
-	for _, f := range rep.Refusals {
-		require.ErrorIs(t, f.Err, it.ErrExists)
-	}
-	var final []city
-	for _, c := range want {
-		got, err := tbl.Get(ctx, c.Country, c.ID)
-		require.NoError(t, err)
-		final = append(final, got)
-	}
-	requireCities(t, tbl, final)
-}
-
 // TestLoadReadsUniqueKeysTogether: a batch reads the unique keys its
 // records take in one call, not one call a record (on Azure, a request
 // each).
@@ -654,6 +618,7 @@ func TestLoadRacesWriters(t *testing.T) {
 		name  string
 		store func() kv.Store
 	}{
+		{"memory", func() kv.Store { return it.NewMemoryStore() }},
 		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
 		{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
 	} {
