@@ -104,7 +104,7 @@ func printCommands(w io.Writer) {
 // help runs "indextable help [command]".
 func (c *cli) help(args []string) int {
 	switch {
-	case len(args) == 0 || len(args) == 1 && isHelpFlag(args[0]):
+	case len(args) == 0 || len(args) == 1 && (isHelpFlag(args[0]) || args[0] == "help"):
 		printCommands(c.stdout)
 		return exitOK
 	case len(args) > 1:

@@ -9,12 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestHelp: "indextable help" lists every command with its line, on
-// stdout, and exits 0.
+// TestHelp: "indextable help" (and "help -h", "help help") lists every
+// command with its line, on stdout, and exits 0.
 func TestHelp(t *testing.T) {
 	out, errs, code := runCLI(t, "help")
 	require.Equal(t, exitOK, code, errs)
 	again, _, code := runCLI(t, "help", "-h")
+	require.Equal(t, exitOK, code)
+	require.Equal(t, out, again)
+	again, _, code = runCLI(t, "help", "help")
 	require.Equal(t, exitOK, code)
 	assert.Equal(t, out, again)
 	assert.Empty(t, errs)
