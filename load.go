@@ -58,7 +58,7 @@ type LoadRefusal struct {
 	Position   int   // in the sequence, from 0
 	PrimaryKey Tuple // its fields' values (nil for a field out of reach)
 	// Err wraps ErrExists, ErrUniqueViolation, ErrInvalidKey,
-	// ErrInvalidBatch or ErrCodec, and says why.
+	// ErrInvalidBatch, ErrCodec or ErrUnsupportedType, and says why.
 	Err error
 }
 
@@ -239,7 +239,6 @@ var errOversized = errors.New("the batch is too large for the store")
 // fit records, or of half of them if that is fewer.
 func (l *loader[T]) split(ctx context.Context, recs []*loadRecord[T], fit int) error {
 	size := max(1, min(fit, len(recs)/2))
-	l.size = size
 	for len(recs) > 0 {
 		n := min(len(recs), size)
 		if err := l.write(ctx, recs[:n]); err != nil {

@@ -53,6 +53,17 @@ func cities(n int) []city {
 	return out
 }
 
+// loadStores are the stores the load tests run on: the memory store, one
+// whose atomicity scope is a partition, and one with Azure's limits too.
+var loadStores = []struct {
+	name  string
+	store func() kv.Store
+}{
+	{"memory", func() kv.Store { return it.NewMemoryStore() }},
+	{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
+	{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
+}
+
 // countingStore counts the batches applied to a store that put records
 // (a maintainer's do not).
 type countingStore struct {
@@ -163,13 +174,7 @@ func TestLoadFaults(t *testing.T) {
 	ctx := context.Background()
 	want := cities(60)
 	opts := it.LoadOptions{BatchRecords: 8}
-	for _, mode := range []struct {
-		name  string
-		store func() kv.Store
-	}{
-		{"memory", func() kv.Store { return it.NewMemoryStore() }},
-		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
-	} {
+	for _, mode := range loadStores[:2] {
 		t.Run(mode.name, func(t *testing.T) {
 			fs0 := faultstore.New(mode.store())
 			tbl := openCities(t, fs0)
@@ -468,14 +473,7 @@ func TestLoadBatchesRecoverAfterLargeRecords(t *testing.T) {
 // add up.
 func TestLoadCanceled(t *testing.T) {
 	want := cities(900)
-	for _, mode := range []struct {
-		name  string
-		store func() kv.Store
-	}{
-		{"memory", func() kv.Store { return it.NewMemoryStore() }},
-		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
-		{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
-	} {
+	for _, mode := range loadStores {
 		t.Run(mode.name, func(t *testing.T) {
 			tbl := openCities(t, mode.store())
 			ctx, cancel := context.WithCancel(context.Background())
@@ -548,14 +546,7 @@ func openCitiesLeased(t testing.TB, s kv.Store, ixs []it.Index[city]) *it.Table[
 // load finishes, and every handle finds the table clean. Run with -race.
 func TestLoadLifecycleRace(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []struct {
-		name  string
-		store func() kv.Store
-	}{
-		{"memory", func() kv.Store { return it.NewMemoryStore() }},
-		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
-		{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
-	} {
+	for _, mode := range loadStores {
 		t.Run(mode.name, func(t *testing.T) {
 			s := mode.store()
 			loader, other := openCitiesLeased(t, s, cityIndexes()), openCitiesLeased(t, s, cityIndexes())
@@ -614,14 +605,7 @@ func TestLoadLifecycleRace(t *testing.T) {
 // agree.
 func TestLoadRacesWriters(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []struct {
-		name  string
-		store func() kv.Store
-	}{
-		{"memory", func() kv.Store { return it.NewMemoryStore() }},
-		{"partitioned", func() kv.Store { return partitionedStore(it.NewMemoryStore()) }},
-		{"azure's limits", func() kv.Store { return limited{it.NewMemoryStore()} }},
-	} {
+	for _, mode := range loadStores {
 		t.Run(mode.name, func(t *testing.T) {
 			s := mode.store()
 			tbl, writer := openCities(t, s), openCities(t, s)

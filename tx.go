@@ -53,8 +53,8 @@ type Tx struct {
 	setAside bool
 	refusals []txRefusal
 	deferred [][]byte // set aside: the fact keys of records whose unique key another record takes
-	// With setAside, the operations and bytes of the batch planned, and
-	// whether the store cannot apply it.
+	// With setAside, on a bounded store, the operations and bytes of the
+	// batch planned; and whether the store cannot apply it.
 	planSize  [2]int
 	oversized bool
 	// Room for the tables of a small transaction, and for its records

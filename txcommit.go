@@ -65,10 +65,11 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	if b.Len() == 0 { // every record was set aside
 		return nil
 	}
-	if tx.setAside {
+	atom := tx.store.Atomicity()
+	if tx.setAside && bounded(atom) {
 		tx.planSize = [2]int{b.Len(), batchBytes(b)}
 	}
-	if err := tx.store.Atomicity().Allows(b); err != nil {
+	if err := atom.Allows(b); err != nil {
 		tx.oversized = tx.setAside
 		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %s, which is never split", nRecords(len(tx.records)))
 	}

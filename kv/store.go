@@ -182,15 +182,17 @@ func (a Atomicity) Allows(b *Batch) error {
 			return fmt.Errorf("%w: %d bytes, atomicity scope allows %d", ErrInvalidBatch, n, a.MaxBytes)
 		}
 	}
-	for _, op := range ops {
-		if op.Kind != OpPut {
-			continue
-		}
-		if a.MaxKeyBytes > 0 && len(op.Key) > a.MaxKeyBytes {
-			return fmt.Errorf("%w: a key of %d bytes, the store holds keys of at most %d", ErrInvalidBatch, len(op.Key), a.MaxKeyBytes)
-		}
-		if a.MaxValueBytes > 0 && len(op.Value) > a.MaxValueBytes {
-			return fmt.Errorf("%w: a value of %d bytes, the store holds values of at most %d", ErrInvalidBatch, len(op.Value), a.MaxValueBytes)
+	if a.MaxKeyBytes > 0 || a.MaxValueBytes > 0 {
+		for _, op := range ops {
+			if op.Kind != OpPut {
+				continue
+			}
+			if a.MaxKeyBytes > 0 && len(op.Key) > a.MaxKeyBytes {
+				return fmt.Errorf("%w: a key of %d bytes, the store holds keys of at most %d", ErrInvalidBatch, len(op.Key), a.MaxKeyBytes)
+			}
+			if a.MaxValueBytes > 0 && len(op.Value) > a.MaxValueBytes {
+				return fmt.Errorf("%w: a value of %d bytes, the store holds values of at most %d", ErrInvalidBatch, len(op.Value), a.MaxValueBytes)
+			}
 		}
 	}
 	if a.Partition != nil && len(ops) > 1 {
