@@ -14,7 +14,7 @@ type entry struct {
 }
 
 // entries returns the entries of record rv in indexes.
-func entries(indexes []*indexTable, rv reflect.Value, pk, payload []byte, c Codec) ([]entry, error) {
+func entries(indexes []*indexTable, rv reflect.Value, pk, payload []byte, c Codec, a *arena) ([]entry, error) {
 	if len(indexes) == 0 {
 		return nil, nil
 	}
@@ -25,8 +25,8 @@ func entries(indexes []*indexTable, rv reflect.Value, pk, payload []byte, c Code
 	for _, ix := range indexes {
 		size += len(ix.prefix) + len(pk) + entryKeyRoom
 	}
-	out := make([]entry, 0, len(indexes))
-	buf := make([]byte, size)
+	out := a.entries(len(indexes))
+	buf := a.bytes(size)[:size]
 	for _, ix := range indexes {
 		c0 := len(ix.prefix) + len(pk) + entryKeyRoom
 		var err error
@@ -62,7 +62,7 @@ func (t *Table[T]) entriesOf(indexes []*indexTable, payload, pk []byte) ([]entry
 	if err := t.decodeInto(payload, rec, t.stable); err != nil {
 		return nil, fmt.Errorf("table %q: decode record %v: %w", t.name, decodeForError(pk), err)
 	}
-	es, err := entries(indexes, rec.Elem(), pk, payload, t.codec)
+	es, err := entries(indexes, rec.Elem(), pk, payload, t.codec, nil)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", t.name, err)
 	}

@@ -49,7 +49,7 @@ func (t *Table[T]) checkLimits(view *indexView, rv reflect.Value, pk, fact []byt
 	}
 	queued := view.filter(func(ix *indexTable) bool { return ix.maintained() && ix.eventual })
 	if len(queued) > 0 {
-		more, err := entries(queued, rv, pk, fact[binary.MaxVarintLen64:], t.codec)
+		more, err := entries(queued, rv, pk, fact[binary.MaxVarintLen64:], t.codec, nil)
 		if err != nil {
 			return fmt.Errorf("table %q: %w", t.name, err)
 		}

@@ -2,11 +2,13 @@ package indextable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"reflect"
+	"unsafe"
 )
 
 // LoadPolicy says what Load does with a record it cannot insert.
@@ -37,7 +39,7 @@ type LoadOptions struct {
 
 // LoadProgress counts the records of a load.
 type LoadProgress struct {
-	Read     int // taken from the sequence
+	Read     int // taken from the sequence, up to a batch ahead of the rest
 	Inserted int // written by this load
 	Present  int // held by the table already as given: a load run again
 	Refused  int // not inserted (see LoadRefusal)
@@ -68,7 +70,10 @@ type LoadRefusal struct {
 // atomicity scope is a partition (Azure Table storage), a batch holds
 // records of one partition: Load groups them as they come, holding at
 // most 16 batches' worth (or 4,096 records), so records that share
-// partitions share requests.
+// partitions share requests. Load encodes and plans each batch while the
+// store applies the one before, in a goroutine of its own, so a load
+// keeps two cores busy; it returns when every batch it started has
+// ended.
 //
 // A load is resumable: a record the table holds already, as given (the
 // same encoded record), counts as Present and is not written again, so a
@@ -89,17 +94,27 @@ func (t *Table[T]) Load(ctx context.Context, seq iter.Seq[T], opts LoadOptions) 
 		return LoadReport{}, fmt.Errorf("%w: Load: unknown LoadPolicy %d", ErrInvalidArgument, opts.OnRefused)
 	}
 	l := newLoader(t, opts)
+	err := l.run(ctx, seq)
+	if serr := l.settle(ctx); err == nil {
+		err = serr
+	}
+	return l.rep, err
+}
+
+// run adds the records of seq and flushes what is left; the last batch
+// may still be committing.
+func (l *loader[T]) run(ctx context.Context, seq iter.Seq[T]) error {
 	for rec := range seq {
 		if err := l.add(ctx, rec); err != nil {
-			return l.rep, err
+			return err
 		}
 	}
 	for len(l.groups) > 0 {
 		if err := l.flushLargest(ctx); err != nil {
-			return l.rep, err
+			return err
 		}
 	}
-	return l.rep, nil
+	return nil
 }
 
 // loadBatch is the default of LoadOptions.BatchRecords. A load holds
@@ -113,14 +128,17 @@ const (
 
 // loader is one run of Load.
 type loader[T any] struct {
-	t      *Table[T]
-	opts   LoadOptions
-	size   int                         // the most records a batch holds
-	full   int                         // size at the start
-	part   func(key []byte) []byte     // the store's partitions, or nil
-	groups map[string][]*loadRecord[T] // the records not yet written, by partition
-	held   int
-	rep    LoadReport
+	t       *Table[T]
+	opts    LoadOptions
+	size    int                         // the most records a batch holds
+	full    int                         // size at the start
+	part    func(key []byte) []byte     // the store's partitions, or nil
+	groups  map[string][]*loadRecord[T] // the records not yet written, by partition
+	held    int
+	pending *loadTx[T]      // the batch whose commit runs while the next is built
+	recs    []loadRecord[T] // room for the next records (see newRecord)
+	keys    []byte          // room for their keys
+	rep     LoadReport
 }
 
 // loadRecord is a record of a load.
@@ -146,13 +164,20 @@ func newLoader[T any](t *Table[T], opts LoadOptions) *loader[T] {
 // add takes rec, the next record of the sequence, and writes a batch when
 // its partition's records fill one, or when the load holds too many.
 func (l *loader[T]) add(ctx context.Context, rec T) error {
-	r := &loadRecord[T]{pos: l.rep.Read, rec: rec}
-	l.rep.Read++
-	key, err := l.t.factKey(nil, reflect.ValueOf(&r.rec).Elem())
+	r := l.newRecord(rec)
+	key, err := l.t.factKey(l.keys, reflect.ValueOf(&r.rec).Elem())
 	if err != nil {
+		// Refusals come in the order of the records: the batch that is
+		// committing first.
+		if err := l.settle(ctx); err != nil {
+			return err
+		}
 		return l.refuse(r, fmt.Errorf("table %q: %w", l.t.name, err))
 	}
-	r.key = key
+	if unsafe.SliceData(key) == unsafe.SliceData(l.keys) { // it fit
+		l.keys = key[len(key):]
+	}
+	r.key = key[:len(key):len(key)]
 	var p string
 	if l.part != nil {
 		p = string(l.part(key))
@@ -167,6 +192,30 @@ func (l *loader[T]) add(ctx context.Context, rec T) error {
 	}
 	return nil
 }
+
+// newRecord returns the loadRecord of rec, the next record of the
+// sequence. Records, and the space their keys take (l.keys), are
+// allocated many at a time.
+func (l *loader[T]) newRecord(rec T) *loadRecord[T] {
+	if len(l.recs) == 0 {
+		l.recs = make([]loadRecord[T], loadAllocRecords)
+	}
+	if cap(l.keys) < loadKeyRoom {
+		l.keys = make([]byte, 0, loadAllocRecords*loadKeyRoom)
+	}
+	r := &l.recs[0]
+	l.recs = l.recs[1:]
+	*r = loadRecord[T]{pos: l.rep.Read, rec: rec}
+	l.rep.Read++
+	return r
+}
+
+// loadAllocRecords is how many records a load allocates at a time, each
+// with loadKeyRoom bytes for its key (a longer key takes its own).
+const (
+	loadAllocRecords = 256
+	loadKeyRoom      = 64
+)
 
 // flushLargest writes the records of the partition that holds the most.
 func (l *loader[T]) flushLargest(ctx context.Context) error {
@@ -196,12 +245,82 @@ func (l *loader[T]) flush(ctx context.Context, p string) error {
 }
 
 // write writes recs in one batch, or in smaller ones when the store
-// cannot apply them as one, and reports progress. A batch that conflicts
-// with other writes runs again, after a pause that grows.
+// cannot apply them as one. It encodes and plans the batch while the
+// previous one is applied, then settles that one and starts this one's
+// apply, which the next write, or the end of the load, settles: a load
+// keeps the store and the encoding busy at once.
 func (l *loader[T]) write(ctx context.Context, recs []*loadRecord[T]) error {
+	lt, err := l.build(ctx, recs)
+	if err != nil {
+		return cmp.Or(l.settle(ctx), err)
+	}
+	lt.prepare(ctx)
+	if p := l.pending; p != nil {
+		<-p.done
+		if !p.clean() {
+			// Settling p commits again, which must not wait behind lt's
+			// hold on the tables.
+			lt.discard()
+			lt = nil
+		}
+	}
+	if err := l.settle(ctx); err != nil {
+		lt.discard()
+		return err
+	}
+	if lt == nil {
+		if lt, err = l.build(ctx, recs); err != nil {
+			return err
+		}
+		lt.prepare(ctx)
+	}
+	l.pending = lt
+	lt.done = make(chan struct{})
+	if lt.pc == nil {
+		close(lt.done)
+		return nil
+	}
+	go func() {
+		defer close(lt.done)
+		defer func() { lt.panicked = recover() }()
+		lt.apply(ctx)
+	}()
+	return nil
+}
+
+// settle waits for the apply that write started, if any, and finishes
+// it (see finish).
+func (l *loader[T]) settle(ctx context.Context) error {
+	lt := l.pending
+	if lt == nil {
+		return nil
+	}
+	l.pending = nil
+	<-lt.done
+	if lt.panicked != nil {
+		panic(lt.panicked)
+	}
+	return l.finish(ctx, lt)
+}
+
+// writeNow writes recs as write does, but commits them before it returns.
+func (l *loader[T]) writeNow(ctx context.Context, recs []*loadRecord[T]) error {
+	lt, err := l.build(ctx, recs)
+	if err != nil {
+		return err
+	}
+	lt.commit(ctx)
+	return l.finish(ctx, lt)
+}
+
+// finish takes the outcome of lt's commit, writes again the records to
+// write again, and reports progress. A batch that conflicts with other
+// writes runs again, after a pause that grows.
+func (l *loader[T]) finish(ctx context.Context, lt *loadTx[T]) error {
 	pause, conflicts := txFirstPause, 0
-	for len(recs) > 0 {
-		again, fit, err := l.commit(ctx, recs)
+	for {
+		recs := lt.recs
+		again, fit, err := l.outcome(ctx, lt)
 		var stop *refusedError
 		switch {
 		case errors.Is(err, errOversized):
@@ -214,6 +333,11 @@ func (l *loader[T]) write(ctx context.Context, recs []*loadRecord[T]) error {
 			l.size = min(l.full, fit) // records of other sizes, up or down
 		}
 		switch {
+		case len(again) == 0:
+			if l.opts.Progress != nil {
+				l.opts.Progress(l.rep.LoadProgress)
+			}
+			return nil
 		case len(again) < len(recs):
 			conflicts = 0
 		case conflicts+1 == maxAttempts:
@@ -224,12 +348,11 @@ func (l *loader[T]) write(ctx context.Context, recs []*loadRecord[T]) error {
 				return err
 			}
 		}
-		recs = again
+		if lt, err = l.build(ctx, again); err != nil {
+			return err
+		}
+		lt.commit(ctx)
 	}
-	if l.opts.Progress != nil {
-		l.opts.Progress(l.rep.LoadProgress)
-	}
-	return nil
 }
 
 // errOversized reports a batch that the store cannot apply.
@@ -241,7 +364,7 @@ func (l *loader[T]) split(ctx context.Context, recs []*loadRecord[T], fit int) e
 	size := max(1, min(fit, len(recs)/2))
 	for len(recs) > 0 {
 		n := min(len(recs), size)
-		if err := l.write(ctx, recs[:n]); err != nil {
+		if err := l.writeNow(ctx, recs[:n]); err != nil {
 			return err
 		}
 		recs = recs[n:]
@@ -287,37 +410,109 @@ type refusedError struct {
 func (e *refusedError) Error() string { return fmt.Sprintf("Load: record %d: %v", e.pos, e.err) }
 func (e *refusedError) Unwrap() error { return e.err }
 
-// commit inserts recs in one transaction. It returns the records to try
-// again: all of them when the commit conflicted with another write, those
-// not in the table when some were, and those whose primary key or unique
-// key an earlier record of the batch takes, which that record's fate
-// decides. Records the table holds, as given or not, it counts as present
-// or refuses. It also returns how many records like these fit one batch
-// (see fit); when they do not fit one, errOversized.
-func (l *loader[T]) commit(ctx context.Context, recs []*loadRecord[T]) (again []*loadRecord[T], fit int, err error) {
-	tx := NewTx(l.t.store)
-	tx.setAside = true
-	defer tx.discard()
-	tt := l.t.In(tx)
-	var in, later []*loadRecord[T]
+// loadTx is one batch of a load: its records and their transaction.
+type loadTx[T any] struct {
+	recs     []*loadRecord[T]
+	tx       *Tx
+	in       []*loadRecord[T] // inserted into tx
+	later    []*loadRecord[T] // left for after tx: an earlier record has its key
+	refused  []loadRefused[T] // refused before tx commits
+	stop     bool             // a refused record ends the load: no commit
+	pc       *preparedCommit  // tx's commit, planned, until applied
+	err      error            // tx's commit's
+	done     chan struct{}    // closed when its commit has ended
+	panicked any              // what an apply in its own goroutine panicked with
+}
+
+// loadRefused is a record that its batch refused, and why.
+type loadRefused[T any] struct {
+	r   *loadRecord[T]
+	err error
+}
+
+// build inserts recs into a new transaction, which is not committed.
+func (l *loader[T]) build(ctx context.Context, recs []*loadRecord[T]) (*loadTx[T], error) {
+	lt := &loadTx[T]{recs: recs, tx: NewTx(l.t.store)}
+	lt.tx.setAside = true
+	tt := l.t.In(lt.tx)
 	for _, r := range recs {
 		_, err := tt.Insert(ctx, r.rec)
 		switch {
 		case err == nil:
-			in = append(in, r)
+			lt.in = append(lt.in, r)
 		case errors.Is(err, ErrExists): // an earlier record of the batch has its key
-			later = append(later, r)
+			lt.later = append(lt.later, r)
 		case refusable(err):
-			if err := l.refuse(r, err); err != nil {
-				return nil, 0, err
+			lt.refused = append(lt.refused, loadRefused[T]{r, err})
+			if l.opts.OnRefused == LoadStop {
+				lt.stop = true // at this record, with the batch uncommitted
+				return lt, nil
 			}
 		default:
+			lt.discard()
+			return nil, err
+		}
+	}
+	return lt, nil
+}
+
+// prepare plans lt's commit (see Tx.prepare), unless a refused record
+// stops the load.
+func (lt *loadTx[T]) prepare(ctx context.Context) {
+	if !lt.stop {
+		lt.pc, lt.err = lt.tx.prepare(ctx)
+	}
+}
+
+// apply applies lt's prepared commit, if any.
+func (lt *loadTx[T]) apply(ctx context.Context) {
+	if lt.pc != nil {
+		lt.err = lt.pc.apply(ctx)
+		lt.pc = nil
+	}
+}
+
+// commit prepares and applies lt's commit.
+func (lt *loadTx[T]) commit(ctx context.Context) {
+	lt.prepare(ctx)
+	lt.apply(ctx)
+}
+
+// clean reports whether lt, whose commit ended, committed with nothing
+// left to write again.
+func (lt *loadTx[T]) clean() bool {
+	return lt.err == nil && !lt.stop && len(lt.later) == 0 && len(lt.tx.deferred) == 0
+}
+
+// discard ends lt, if not nil, uncommitted.
+func (lt *loadTx[T]) discard() {
+	switch {
+	case lt == nil:
+	case lt.pc != nil:
+		lt.pc.abandon()
+		lt.pc = nil
+	default:
+		lt.tx.discard()
+	}
+}
+
+// outcome counts the records of lt, whose commit ended, and returns the
+// records to try again: all of them when the commit conflicted with
+// another write, those not in the table when some were, and those whose
+// primary key or unique key an earlier record of the batch takes, which
+// that record's fate decides. Records the table holds, as given or not,
+// it counts as present or refuses. It also returns how many records like
+// these fit one batch (see fit); when they do not fit one, errOversized.
+func (l *loader[T]) outcome(ctx context.Context, lt *loadTx[T]) (again []*loadRecord[T], fit int, err error) {
+	defer lt.discard()
+	for _, f := range lt.refused {
+		if err := l.refuse(f.r, f.err); err != nil {
 			return nil, 0, err
 		}
 	}
-	err = tx.Commit(ctx)
+	tx, in, later := lt.tx, lt.in, lt.later
 	fit = l.fit(tx.planSize, len(in)-len(tx.refusals)-len(tx.deferred))
-	switch {
+	switch err := lt.err; {
 	case err == nil:
 		deferred, err := l.committed(tx, in)
 		return append(deferred, later...), fit, err
@@ -328,8 +523,9 @@ func (l *loader[T]) commit(ctx context.Context, recs []*loadRecord[T]) (again []
 	case errors.Is(err, ErrConflict), errors.Is(err, ErrExists):
 		again, err = l.present(ctx, in)
 		return append(again, later...), 0, err
+	default:
+		return nil, 0, err
 	}
-	return nil, 0, err
 }
 
 // committed counts the records of in, a committed batch, less those tx

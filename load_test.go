@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -252,7 +253,8 @@ func TestLoadRefusals(t *testing.T) {
 		rep, err := tbl.Load(ctx, slices.Values(load), it.LoadOptions{BatchRecords: 1})
 		require.ErrorIs(t, err, it.ErrExists)
 		require.ErrorContains(t, err, "record 2")
-		require.Equal(t, it.LoadProgress{Read: 3, Inserted: 1, Present: 1, Refused: 1}, rep.LoadProgress)
+		// Record 3 was read, and its batch built, while record 2's committed.
+		require.Equal(t, it.LoadProgress{Read: 4, Inserted: 1, Present: 1, Refused: 1}, rep.LoadProgress)
 		require.Len(t, rep.Refusals, 1)
 		requireCities(t, tbl, []city{held, load[0]})
 	})
@@ -707,4 +709,83 @@ func TestLoadEventual(t *testing.T) {
 		require.Equal(t, it.LoadProgress{Read: 600, Inserted: 200, Present: 400}, rep.LoadProgress)
 		requireCities(t, tbl, want)
 	}
+}
+
+// applyGate is a store whose Apply waits for its gate to open and counts
+// the Apply calls that started and ended.
+type applyGate struct {
+	kv.Store
+	gate           chan struct{}
+	started, ended atomic.Int32
+}
+
+func (g *applyGate) Apply(ctx context.Context, b *kv.Batch) error {
+	g.started.Add(1)
+	defer g.ended.Add(1)
+	if g.gate != nil { // nil until the load starts
+		<-g.gate
+		for range 100 { // let a caller that does not wait run ahead
+			runtime.Gosched()
+		}
+	}
+	return g.Store.Apply(ctx, b)
+}
+
+// placed is a record whose primary key is out of reach when its embedded
+// pointer is nil.
+type placed struct {
+	*Spot
+	Name string
+}
+
+type Spot struct {
+	Country string
+	ID      int
+}
+
+// TestLoadEndsItsBatches checks that Load, which applies a batch while it
+// builds the next, returns only once that apply has ended, also when a
+// record ends the load before it reaches a batch.
+func TestLoadEndsItsBatches(t *testing.T) {
+	store := &applyGate{Store: it.NewMemoryStore()}
+	tbl, err := it.Open(context.Background(), store, it.Schema[placed]{SchemaLease: countLease, Name: "places", PrimaryKey: []string{"Country", "ID"}})
+	require.NoError(t, err)
+	store.gate = make(chan struct{})
+	seq := func(yield func(placed) bool) {
+		if !yield(placed{Spot: &Spot{"fr", 1}}) {
+			return
+		}
+		close(store.gate) // the first batch is applying, or about to
+		yield(placed{Name: "nowhere"})
+	}
+	started := store.started.Load()
+	rep, err := tbl.Load(context.Background(), seq, it.LoadOptions{BatchRecords: 1})
+	require.ErrorIs(t, err, it.ErrInvalidKey)
+	require.Equal(t, started+1, store.started.Load(), "the first batch was applied")
+	require.Equal(t, store.started.Load(), store.ended.Load(), "Load returned while an apply ran")
+	require.Equal(t, it.LoadProgress{Read: 2, Inserted: 1, Refused: 1}, rep.LoadProgress)
+}
+
+// panicStore is a store whose Apply panics once panics is set.
+type panicStore struct {
+	kv.Store
+	panics bool
+}
+
+func (s *panicStore) Apply(ctx context.Context, b *kv.Batch) error {
+	if s.panics {
+		panic("the store's bug")
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// TestLoadStorePanic checks that a panic of the store, in the goroutine
+// that applies a batch, reaches Load's caller.
+func TestLoadStorePanic(t *testing.T) {
+	store := &panicStore{Store: it.NewMemoryStore()}
+	tbl := openCities(t, store)
+	store.panics = true
+	require.PanicsWithValue(t, "the store's bug", func() {
+		_, _ = tbl.Load(context.Background(), slices.Values([]city{{Country: "fr", ID: 1, Code: "A"}}), it.LoadOptions{})
+	})
 }

@@ -47,6 +47,7 @@ type Tx struct {
 	batch   kv.Batch // the commit's
 	scratch kv.Batch // where the commit plans a record
 	opList  *[]kv.Op // holds the commit's operation list for txOpLists
+	arena   *arena   // holds its records' encodings and entries
 	// setAside, set by Load, makes the commit leave out a record that
 	// cannot be written for a reason of its own (refusable), noting it in
 	// refusals, rather than fail.
@@ -64,14 +65,15 @@ type Tx struct {
 	recordPtrs [4]*txRecord
 }
 
-// txRecords and txOpLists keep the records and the operation lists of
-// transactions that are done, for the next: lists of up to txOpsKept
-// operations, enough for a batch of Load.
+// txRecords, txOpLists and txKeyMaps keep the records, the operation
+// lists (of up to txOpsKept operations, enough for a batch of Load) and
+// the maps of records by key of transactions that are done, for the next.
 const txOpsKept = 1 << 13
 
 var (
 	txRecords sync.Pool // *txRecord
 	txOpLists sync.Pool // *[]kv.Op
+	txKeyMaps sync.Pool // map[string]*txRecord, empty: Tx.byKey
 )
 
 // NewTx returns a new transaction over store.
@@ -293,7 +295,10 @@ func (tt TableTx[T]) write(ctx context.Context, kind writeKind, rec T, opts []Wr
 		return 0, err
 	}
 	w := tt.t.newWriteBuffers()
-	factKey, fact, es, err := tt.t.encodeWrite(view, w, rec)
+	if tt.tx.arena == nil {
+		tt.tx.arena = newArena()
+	}
+	factKey, fact, es, err := tt.t.encodeWrite(view, w, tt.tx.arena, rec)
 	if err != nil {
 		tt.t.freeWriteBuffers(w)
 		return 0, err
@@ -419,7 +424,10 @@ func (tx *Tx) add(r *txRecord) {
 	case tx.byKey != nil:
 		tx.byKey[keyString(r.a.factKey)] = r
 	case len(tx.records) > txIndexAt:
-		tx.byKey = make(map[string]*txRecord, 2*len(tx.records))
+		tx.byKey, _ = txKeyMaps.Get().(map[string]*txRecord)
+		if tx.byKey == nil {
+			tx.byKey = make(map[string]*txRecord, 2*len(tx.records))
+		}
 		for _, r := range tx.records {
 			tx.byKey[keyString(r.a.factKey)] = r
 		}

@@ -27,29 +27,61 @@ import (
 // transaction applied or not, all or nothing, as with a single write.
 // Afterwards the transaction is done: a second Commit returns ErrTxDone.
 func (tx *Tx) Commit(ctx context.Context) error {
-	if err := checkContext(ctx); err != nil {
+	pc, err := tx.prepare(ctx)
+	if err != nil || pc == nil {
 		return err
+	}
+	return pc.apply(ctx)
+}
+
+// preparedCommit is a transaction's commit planned and checked, its batch
+// not yet applied: it holds the transaction's lock and the drain locks of
+// the tables it writes until apply or abandon, one of which must follow.
+type preparedCommit struct {
+	tx      *Tx
+	b       *kv.Batch
+	planned []kv.Op
+}
+
+// prepare does a commit up to its batch's apply: it returns the commit
+// to apply, or nil when there is nothing to apply, with the transaction
+// then done.
+func (tx *Tx) prepare(ctx context.Context) (*preparedCommit, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
 	}
 	if tx == nil {
-		return fmt.Errorf("%w: nil transaction", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil transaction", ErrInvalidArgument)
 	}
 	tx.mu.Lock()
-	defer tx.mu.Unlock()
 	switch {
 	case tx.done:
-		return fmt.Errorf("%w: Commit called again", ErrTxDone)
+		tx.mu.Unlock()
+		return nil, fmt.Errorf("%w: Commit called again", ErrTxDone)
 	case tx.store == nil:
-		return fmt.Errorf("%w: the transaction has no store", ErrInvalidArgument)
+		tx.mu.Unlock()
+		return nil, fmt.Errorf("%w: the transaction has no store", ErrInvalidArgument)
 	}
 	tx.done = true
-	defer tx.release()
 	if len(tx.records) == 0 {
-		return nil
+		tx.release()
+		tx.mu.Unlock()
+		return nil, nil
 	}
 	tx.lockTables(true)
-	defer tx.lockTables(false)
+	pc, err := tx.planChecked(ctx)
+	if err != nil || pc == nil {
+		tx.end()
+		return nil, err
+	}
+	return pc, nil
+}
+
+// planChecked checks the transaction's views and plans its batch, which
+// its store's atomicity must allow; nil when every record was set aside.
+func (tx *Tx) planChecked(ctx context.Context) (*preparedCommit, error) {
 	if err := tx.checkViews(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	b, planned, err := tx.plan(ctx)
 	if errors.Is(err, ErrUniqueViolation) {
@@ -59,11 +91,8 @@ func (tx *Tx) Commit(ctx context.Context) error {
 			err = stale
 		}
 	}
-	if err != nil {
-		return err
-	}
-	if b.Len() == 0 { // every record was set aside
-		return nil
+	if err != nil || b.Len() == 0 { // every record was set aside
+		return nil, err
 	}
 	atom := tx.store.Atomicity()
 	if tx.setAside && bounded(atom) {
@@ -71,18 +100,35 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	}
 	if err := atom.Allows(b); err != nil {
 		tx.oversized = tx.setAside
-		return wrapErrorf(ErrInvalidBatch, err, "a transaction of %s, which is never split", nRecords(len(tx.records)))
+		return nil, wrapErrorf(ErrInvalidBatch, err, "a transaction of %s, which is never split", nRecords(len(tx.records)))
 	}
-	if err := tx.apply(ctx, b); err != nil {
+	return &preparedCommit{tx: tx, b: b, planned: planned}, nil
+}
+
+// end releases what a prepared commit holds.
+func (tx *Tx) end() {
+	tx.lockTables(false)
+	tx.release()
+	tx.mu.Unlock()
+}
+
+// apply applies the prepared commit and ends it.
+func (pc *preparedCommit) apply(ctx context.Context) error {
+	tx := pc.tx
+	defer tx.end()
+	if err := tx.apply(ctx, pc.b); err != nil {
 		return tx.failed(ctx, err)
 	}
 	for _, r := range tx.records {
 		if r.netWrite() {
-			r.tbl.t.noteOps(r.tbl.view, planned[r.ops[0]:r.ops[1]], r.a.exists, r.a.queued)
+			r.tbl.t.noteOps(r.tbl.view, pc.planned[r.ops[0]:r.ops[1]], r.a.exists, r.a.queued)
 		}
 	}
 	return nil
 }
+
+// abandon ends the prepared commit without applying it.
+func (pc *preparedCommit) abandon() { pc.tx.end() }
 
 // apply applies b, after the hints of its change records when a table of
 // the transaction hints them.
@@ -107,13 +153,18 @@ func (tx *Tx) release() {
 		txRecords.Put(r)
 		tx.records[i] = nil
 	}
+	if tx.byKey != nil {
+		clear(tx.byKey)
+		txKeyMaps.Put(tx.byKey)
+	}
 	tx.records, tx.byKey = tx.records[:0], nil
 	if ops := tx.batch.Ops(); tx.opList != nil && cap(ops) <= txOpsKept {
 		clear(ops[:cap(ops)])
 		*tx.opList = ops[:0]
 		txOpLists.Put(tx.opList)
 	}
-	tx.batch, tx.scratch, tx.opList = kv.Batch{}, kv.Batch{}, nil
+	tx.arena.release()
+	tx.batch, tx.scratch, tx.opList, tx.arena = kv.Batch{}, kv.Batch{}, nil, nil
 }
 
 // lockTables takes (lock) or releases the drain lock of each table the

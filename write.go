@@ -179,7 +179,7 @@ func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o w
 	}
 	w := t.newWriteBuffers()
 	defer t.freeWriteBuffers(w)
-	factKey, fact, entries, err := t.encodeWrite(view, w, rec)
+	factKey, fact, entries, err := t.encodeWrite(view, w, nil, rec)
 	if err != nil {
 		return 0, err
 	}
@@ -190,13 +190,13 @@ func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o w
 // view, and checks it against the store's limits. It returns its fact key,
 // its fact (see encodeRecord) and its entries in view's synchronous
 // indexes, those of delete-only indexes left out.
-func (t *Table[T]) encodeWrite(view *indexView, w *writeBuffers[T], rec T) (factKey, fact []byte, es []entry, err error) {
-	factKey, fact, stored, err := t.encodeRecord(w, rec)
+func (t *Table[T]) encodeWrite(view *indexView, w *writeBuffers[T], a *arena, rec T) (factKey, fact []byte, es []entry, err error) {
+	factKey, fact, stored, err := t.encodeRecord(w, a, rec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	pk := factKey[len(t.factSpace):]
-	es, err = entries(view.sync, stored, pk, fact[binary.MaxVarintLen64:], t.codec)
+	es, err = entries(view.sync, stored, pk, fact[binary.MaxVarintLen64:], t.codec, a)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("table %q: %w", t.name, err)
 	}
@@ -211,14 +211,14 @@ func (t *Table[T]) encodeWrite(view *indexView, w *writeBuffers[T], rec T) (fact
 // fact (binary.MaxVarintLen64 bytes of room for the version, then the
 // codec's payload), and the record decoded back from the payload, as the
 // store will hold it, whose primary key must be rec's.
-func (t *Table[T]) encodeRecord(w *writeBuffers[T], rec T) (factKey, fact []byte, stored reflect.Value, err error) {
+func (t *Table[T]) encodeRecord(w *writeBuffers[T], a *arena, rec T) (factKey, fact []byte, stored reflect.Value, err error) {
 	w.rec = rec
 	factKey, err = t.factKey(w.key[:0], reflect.ValueOf(&w.rec).Elem())
 	if err != nil {
 		return nil, nil, stored, err
 	}
 	w.key = factKey
-	fact, err = appendMarshal(t.codec, make([]byte, binary.MaxVarintLen64, 128), &w.rec)
+	fact, err = appendMarshal(t.codec, a.bytes(128)[:binary.MaxVarintLen64], &w.rec)
 	if err != nil {
 		return nil, nil, stored, fmt.Errorf("table %q: encode record: %w", t.name, err)
 	}

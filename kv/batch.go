@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 )
 
@@ -111,7 +112,7 @@ func CheckExpectation(op Op, current []byte) error {
 // CheckBatch validates b for any Store: it reports an error wrapping
 // ErrInvalidBatch for an unknown operation kind or a key written twice.
 // Stores call it at the start of Apply; it allocates nothing for a batch
-// of up to 64 writes, and one map for a larger one.
+// of up to 64 writes, and reuses maps for larger ones.
 func CheckBatch(b *Batch) error {
 	ops := b.Ops()
 	var room [64]int32
@@ -142,18 +143,35 @@ func CheckBatch(b *Batch) error {
 			}
 		}
 	default:
-		// The keys, unchanged while the map lives, index it uncopied.
-		seen := make(map[string]struct{}, len(writes))
-		for _, w := range writes {
-			k := ops[w].Key
-			if _, dup := seen[unsafe.String(unsafe.SliceData(k), len(k))]; dup {
-				return errWrittenTwice(k)
-			}
-			seen[unsafe.String(unsafe.SliceData(k), len(k))] = struct{}{}
-		}
+		return checkKeysOnce(ops, writes)
 	}
 	return nil
 }
+
+// checkKeysOnce reports a key that two of writes, indexes in ops, write.
+func checkKeysOnce(ops []Op, writes []int32) error {
+	// The keys, unchanged while the map holds them, index it uncopied.
+	seen, _ := seenKeys.Get().(map[string]struct{})
+	if seen == nil {
+		seen = make(map[string]struct{}, len(writes))
+	}
+	defer func() {
+		clear(seen) // it keeps no key
+		seenKeys.Put(seen)
+	}()
+	for _, w := range writes {
+		k := ops[w].Key
+		if _, dup := seen[unsafe.String(unsafe.SliceData(k), len(k))]; dup {
+			return errWrittenTwice(k)
+		}
+		seen[unsafe.String(unsafe.SliceData(k), len(k))] = struct{}{}
+	}
+	return nil
+}
+
+// seenKeys holds maps for checkKeysOnce, empty: a bulk load checks a
+// batch of thousands of writes at a time.
+var seenKeys sync.Pool
 
 func errWrittenTwice(key []byte) error {
 	return fmt.Errorf("%w: key %q written twice", ErrInvalidBatch, key)
