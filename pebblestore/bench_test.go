@@ -14,8 +14,10 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/fixture"
+	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
@@ -54,7 +56,7 @@ import (
 //
 // -short skips the 1,000,000-record cases. The store has the defaults of
 // pebblestore.Open unless -pebblebench.cache gives a block cache size in
-// MiB.
+// MiB, or -pebblebench.memtable a memtable size in MiB.
 func BenchmarkPebble(b *testing.B) {
 	for _, size := range []struct {
 		name string
@@ -82,8 +84,27 @@ func BenchmarkPebble(b *testing.B) {
 	}
 }
 
-var benchCacheMiB = flag.Int64("pebblebench.cache", 0,
-	"BenchmarkPebble: the Pebble block cache in MiB (0: pebblestore.Open's default)")
+var (
+	benchCacheMiB = flag.Int64("pebblebench.cache", 0,
+		"BenchmarkPebble and BenchmarkLoad: the Pebble block cache in MiB (0: pebblestore.Open's default)")
+	benchMemTableMiB = flag.Uint64("pebblebench.memtable", 0,
+		"BenchmarkPebble and BenchmarkLoad: Pebble's MemTableSize in MiB (0: Pebble's default)")
+)
+
+// benchOptions returns the options of a benchmark's store: pebblestore's
+// defaults but NoSync, and the flags' cache and memtable sizes. A
+// memtable size makes Options.Pebble, with the bloom filters that Open
+// sets when it is nil.
+func benchOptions(noSync bool) pebblestore.Options {
+	o := pebblestore.Options{NoSync: noSync, CacheSize: *benchCacheMiB << 20}
+	if *benchMemTableMiB > 0 {
+		o.Pebble = &pebble.Options{MemTableSize: *benchMemTableMiB << 20}
+		for i := range o.Pebble.Levels {
+			o.Pebble.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		}
+	}
+	return o
+}
 
 const (
 	benchTable   = "customers"
@@ -122,8 +143,7 @@ type benchState struct {
 	store       *pebblestore.Store
 	noSync      bool
 	table       *indextable.Table[fixture.Customer]
-	codec       *indextable.BinaryCodec // raw's
-	prefix      []byte                  // raw's keys: the table's fact space
+	raw         *rawWriter // raw's records
 	towns       []string
 	surnameList []string
 	diskBytes   uint64 // live sstable and blob bytes after a full compaction
@@ -136,7 +156,7 @@ type benchState struct {
 }
 
 func newBenchState(b *testing.B, n int, st *benchStrategy) *benchState {
-	s := &benchState{n: n, pop: benchPopulation(n), st: st, next: n, codec: &indextable.BinaryCodec{}}
+	s := &benchState{n: n, pop: benchPopulation(n), st: st, next: n, raw: newRawWriter(b, nil)}
 	b.Cleanup(func() {
 		if s.store != nil {
 			if err := s.store.Close(); err != nil {
@@ -158,9 +178,6 @@ func (s *benchState) load(b *testing.B) {
 	s.loaded = true
 	ctx := context.Background()
 	var err error
-	if s.prefix, err = kv.EncodeTuple(benchTable, 0); err != nil {
-		b.Fatal(err)
-	}
 	s.towns, s.surnameList = s.pop.TownNames(), s.pop.SurnameNames()
 	if s.dir, err = os.MkdirTemp("", "pebblestore-bench-*"); err != nil {
 		b.Fatal(err)
@@ -170,13 +187,9 @@ func (s *benchState) load(b *testing.B) {
 		db := s.store.DB()
 		for start := 0; start < s.n; start += benchRawLoad {
 			pb := db.NewBatch()
-			var key, val []byte
 			for i := start; i < min(start+benchRawLoad, s.n); i++ {
 				c := s.pop.Customer(i)
-				key, val = s.rawRecord(b, key, val, &c)
-				if err := pb.Set(key, val, nil); err != nil {
-					b.Fatal(err)
-				}
+				s.raw.set(b, pb, &c)
 			}
 			if err := pb.Commit(pebble.NoSync); err != nil {
 				b.Fatal(err)
@@ -274,7 +287,7 @@ func (s *benchState) open(b *testing.B, noSync bool) {
 		}
 		s.store = nil
 	}
-	store, err := pebblestore.Open(s.dir, pebblestore.Options{NoSync: noSync, CacheSize: *benchCacheMiB << 20})
+	store, err := pebblestore.Open(s.dir, benchOptions(noSync))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -286,19 +299,107 @@ func (s *benchState) open(b *testing.B, noSync bool) {
 	}
 }
 
-// rawRecord appends to key and val (from their starts) the fact key and
-// value of c as the table stores them: the record's version, a random
-// incarnation as an insert makes, then its codec encoding.
-func (s *benchState) rawRecord(b *testing.B, key, val []byte, c *fixture.Customer) ([]byte, []byte) {
-	key, err := kv.AppendElement(append(key[:0], s.prefix...), c.ID)
-	if err != nil {
-		b.Fatal(err)
+// rawWriter builds by hand, for the raw baselines, what a table of
+// fixture.Schema with the binary codec writes for a new customer: its fact
+// key and value (record) and, given a keys-only or full-copy strategy, its
+// entries in the schema's two indexes (set). TestLoadRawIndexed checks
+// both against what a table writes.
+type rawWriter struct {
+	codec    indextable.BinaryCodec
+	prefix   []byte     // of the fact keys: the table's fact space
+	indexes  []rawIndex // none without a strategy
+	fullCopy bool
+	key, val []byte // the last record's
+	entry    []byte // scratch of set
+}
+
+// rawIndex is one index of fixture.Schema as rawWriter writes it.
+type rawIndex struct {
+	prefix []byte                           // of its entries, generation 1
+	fields []func(*fixture.Customer) string // its key fields, in order
+}
+
+// customerFields are the fields an index of fixture.Schema may have.
+var customerFields = map[string]func(*fixture.Customer) string{
+	"ID":        func(c *fixture.Customer) string { return c.ID },
+	"FirstName": func(c *fixture.Customer) string { return c.FirstName },
+	"LastName":  func(c *fixture.Customer) string { return c.LastName },
+	"Town":      func(c *fixture.Customer) string { return c.Town },
+	"Email":     func(c *fixture.Customer) string { return c.Email },
+	"Phone":     func(c *fixture.Customer) string { return c.Phone },
+}
+
+// newRawWriter returns the rawWriter of a new table, with the indexes of
+// fixture.Schema of strategy st, or none if st is nil: the indexes of a
+// new table, both in their first generation, in the index space.
+func newRawWriter(tb testing.TB, st *benchStrategy) *rawWriter {
+	w := &rawWriter{}
+	var err error
+	if w.prefix, err = kv.EncodeTuple(benchTable, int64(kv.SpaceRecords)); err != nil {
+		tb.Fatal(err)
 	}
-	val = binary.AppendUvarint(val[:0], uint64(rand.Uint32()|1)<<32|1)
-	if val, err = s.codec.AppendMarshal(val, c); err != nil {
-		b.Fatal(err)
+	if st == nil {
+		return w
 	}
-	return key, val
+	if st.s != indextable.KeysOnly && st.s != indextable.FullCopy {
+		tb.Fatalf("raw: no %s entries by hand", st.name)
+	}
+	w.fullCopy = st.s == indextable.FullCopy
+	for _, ix := range fixture.Schema(st.s, st.proj, &w.codec).Indexes {
+		ri := rawIndex{}
+		if ri.prefix, err = kv.EncodeTuple(benchTable, int64(kv.SpaceIndex), ix.Name, int64(1)); err != nil {
+			tb.Fatal(err)
+		}
+		for _, f := range ix.Fields {
+			get, ok := customerFields[f]
+			if !ok {
+				tb.Fatalf("raw: index %q: no field %q", ix.Name, f)
+			}
+			ri.fields = append(ri.fields, get)
+		}
+		w.indexes = append(w.indexes, ri)
+	}
+	return w
+}
+
+// record returns the fact key and value of c as the table stores them: the
+// record's version, a random incarnation as an insert makes, then its
+// codec encoding. They hold until the next call.
+func (w *rawWriter) record(tb testing.TB, c *fixture.Customer) (key, val []byte) {
+	w.key = tuple.AppendString(append(w.key[:0], w.prefix...), c.ID)
+	w.val = binary.AppendUvarint(w.val[:0], uint64(rand.Uint32()|1)<<32|1)
+	var err error
+	if w.val, err = w.codec.AppendMarshal(w.val, c); err != nil {
+		tb.Fatal(err)
+	}
+	return w.key, w.val
+}
+
+// set adds to pb c's fact (record) and its entries in w's indexes: each
+// the index's prefix, then its key fields and the primary key as tuple
+// elements, with no value (keys-only) or the record's codec encoding
+// (full-copy).
+func (w *rawWriter) set(tb testing.TB, pb *pebble.Batch, c *fixture.Customer) {
+	key, val := w.record(tb, c)
+	if err := pb.Set(key, val, nil); err != nil {
+		tb.Fatal(err)
+	}
+	pk := key[len(w.prefix):]
+	var value []byte
+	if w.fullCopy {
+		_, n := binary.Uvarint(val)
+		value = val[n:]
+	}
+	for _, ix := range w.indexes {
+		e := append(w.entry[:0], ix.prefix...)
+		for _, get := range ix.fields {
+			e = tuple.AppendString(e, get(c))
+		}
+		w.entry = append(e, pk...)
+		if err := pb.Set(w.entry, value, nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
 
 // pick returns the numbers of the next n loaded customers to read: a walk
@@ -368,7 +469,7 @@ func benchRaw(b *testing.B, s *benchState) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for _, id := range ids {
-			if key, err = kv.AppendElement(append(key[:0], s.prefix...), id); err != nil {
+			if key, err = kv.AppendElement(append(key[:0], s.raw.prefix...), id); err != nil {
 				b.Fatal(err)
 			}
 			v, closer, err := db.Get(key)
@@ -376,7 +477,7 @@ func benchRaw(b *testing.B, s *benchState) {
 				b.Fatal(err)
 			}
 			_, n := binary.Uvarint(v)
-			if err := s.codec.Unmarshal(v[n:], &rec); err != nil {
+			if err := s.raw.codec.Unmarshal(v[n:], &rec); err != nil {
 				b.Fatal(err)
 			}
 			closer.Close()
@@ -399,12 +500,11 @@ func benchRaw(b *testing.B, s *benchState) {
 			}
 			recs := s.fresh(b.N)
 			db := s.store.DB()
-			var key, val []byte
 			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range recs {
-				key, val = s.rawRecord(b, key, val, &recs[i])
+				key, val := s.raw.record(b, &recs[i])
 				if v.checked {
 					_, closer, err := db.Get(key)
 					if err == nil {

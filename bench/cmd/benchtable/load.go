@@ -22,27 +22,27 @@ type loadSpec struct {
 	baseLabel string // its row's label
 	baseRef   string // how the text names it: "the floor"
 	intro     string // what was measured, before the figures
+	// A floor of each strategy, Load/<floor>/<strategy>, if the benchmark
+	// has one: the least any load of that strategy's keys costs.
+	floor      string
+	floorIntro string  // what it is, said when it ran
+	floorLimit float64 // the target: Load at most floorLimit times it
 }
 
 // writeLoad writes the table of BenchmarkLoad in the core or in
 // pebblestore, if it ran: the time per record of each strategy's ways,
 // each with its ratio to the baseline's and, for the other ways, to
-// Load's. It returns the target that each strategy's Load take at most 2x
-// the baseline's time.
+// Load's; and of the strategies' floors, if they ran, with Load's ratio to
+// its floor. It returns the targets that each strategy's Load take at most
+// 2x the baseline's time, and at most floorLimit times its floor's.
 func writeLoad(w io.Writer, r *run, spec loadSpec) []target {
 	baseName := "Load/" + spec.base
 	if !r.has(baseName, "ns/record") {
 		return nil
 	}
 	baseNs := r.med(baseName, "ns/record")
-	var strategies, heads []string
-	for _, n := range r.names("Load/") {
-		st, _, ok := strings.Cut(strings.TrimPrefix(n, "Load/"), "/")
-		if ok && !slices.Contains(strategies, st) {
-			strategies = append(strategies, st)
-		}
-	}
-	var ways []string
+	strategies, floors := loadStrategies(r, spec)
+	var ways, heads []string
 	for _, lw := range loadWays {
 		for _, st := range strategies {
 			if r.has("Load/"+st+"/"+lw.way, "ns/record") {
@@ -51,18 +51,25 @@ func writeLoad(w io.Writer, r *run, spec loadSpec) []target {
 			}
 		}
 	}
-	para(w, fmt.Sprintf("%s Each cell is the median time per record of a whole load and its ratio to %s, and for the other ways to Load's; medians of %d runs:",
-		spec.intro, spec.baseRef+"'s", r.runs(baseName, "ns/record")))
-	row := []string{spec.baseLabel}
-	for range ways {
-		row = append(row, "–")
+	intro := spec.intro
+	each := "its ratio to " + spec.baseRef + "'s, and for the other ways to Load's"
+	if len(floors) > 0 {
+		intro += " " + spec.floorIntro
+		each = "its ratio to " + spec.baseRef + "'s, for Load also to its strategy's " + spec.floor + ", and for the other ways to Load's"
 	}
-	row[1] = duration(baseNs)
-	rows := [][]string{row}
+	para(w, fmt.Sprintf("%s Each cell is the median time per record of a whole load and %s; medians of %d runs:",
+		intro, each, r.runs(baseName, "ns/record")))
+	rows := [][]string{loadRow(spec.baseLabel, duration(baseNs), len(ways))}
+	for _, st := range strategies {
+		if ns, ok := floors[st]; ok {
+			rows = append(rows, loadRow(spec.floor+", "+st, duration(ns)+" ("+ratio(ns, baseNs)+")", len(ways)))
+		}
+	}
 	var ts []target
 	for _, st := range strategies {
 		row := []string{st}
 		load := r.med("Load/"+st+"/indexed", "ns/record")
+		floor, hasFloor := floors[st]
 		for _, way := range ways {
 			name := "Load/" + st + "/" + way
 			if !r.has(name, "ns/record") {
@@ -71,16 +78,51 @@ func writeLoad(w io.Writer, r *run, spec loadSpec) []target {
 			}
 			ns := r.med(name, "ns/record")
 			cell := duration(ns) + " (" + ratio(ns, baseNs)
-			if way != "indexed" && load > 0 {
+			switch {
+			case way == "indexed" && hasFloor:
+				cell += "; " + ratio(ns, floor) + " " + spec.floor
+			case way != "indexed" && load > 0:
 				cell += "; " + ratio(ns, load) + " Load"
 			}
 			row = append(row, cell+")")
 		}
 		rows = append(rows, row)
 		ts = append(ts, atMost(st+" Load at most 2x "+spec.baseRef, load, baseNs, 2)...)
+		if hasFloor {
+			ts = append(ts, atMost(fmt.Sprintf("%s Load at most %gx %s", st, spec.floorLimit, spec.floor), load, floor, spec.floorLimit)...)
+		}
 	}
 	table(w, append([]string{"strategy"}, heads...), rows)
 	return ts
+}
+
+// loadStrategies returns the strategies of a run of BenchmarkLoad, in
+// order, and the median time per record of each one's floor that ran.
+func loadStrategies(r *run, spec loadSpec) (strategies []string, floors map[string]float64) {
+	floors = map[string]float64{}
+	for _, n := range r.names("Load/") {
+		st, rest, ok := strings.Cut(strings.TrimPrefix(n, "Load/"), "/")
+		switch {
+		case !ok:
+		case spec.floor != "" && st == spec.floor:
+			if r.has(n, "ns/record") {
+				floors[rest] = r.med(n, "ns/record")
+			}
+		case !slices.Contains(strategies, st):
+			strategies = append(strategies, st)
+		}
+	}
+	return strategies, floors
+}
+
+// loadRow is a row of a baseline: its label, its time in the first way's
+// column, and none in the others'.
+func loadRow(label, cell string, ways int) []string {
+	row := []string{label, cell}
+	for range ways - 1 {
+		row = append(row, "–")
+	}
+	return row
 }
 
 // writeTx writes the table of BenchmarkTx, if it ran: a transaction of two
