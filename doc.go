@@ -128,8 +128,8 @@
 // single write (its entries outside its partition follow it through the
 // queue), but never to the transaction: one whose batch the store's
 // atomicity scope does not allow (on a partitioned store, records of
-// several partitions; on Azure Table storage, more than 99 operations)
-// is refused with ErrInvalidBatch and writes nothing, never split. Queries (Find, Count, FindPage) are not
+// several partitions; on Azure Table storage, more than 99 puts and
+// deletes) is refused with ErrInvalidBatch and writes nothing, never split. Queries (Find, Count, FindPage) are not
 // part of a transaction: they read the table as committed, and a
 // transaction that acts on what one found reads those records with Get.
 //
@@ -234,7 +234,7 @@
 // # Limits of a store
 //
 // A store may bound its keys and values (kv.Atomicity.MaxKeyBytes and
-// MaxValueBytes) and its batches (MaxOps, MaxBytes). What a write puts now
+// MaxValueBytes) and its batches (MaxOps, MaxWrites, MaxBytes). What a write puts now
 // the store refuses whole, but a maintainer applies a write's queued
 // changes later, and a later write must be able to delete the record: a
 // key, record or entry those would need and the store cannot hold makes a

@@ -153,11 +153,18 @@ func (t *Table[T]) checkDeletable(a kv.Atomicity, pk []byte, entries []entry) er
 			unique++
 		}
 	}
-	// A delete while an index is built reads, expects and deletes each
-	// key; so does Build, which puts them.
-	if a.MaxOps > 0 && 3+2*unique > a.MaxOps {
+	// A delete while a unique index is built (planEntries, by the fallback
+	// rule) expects and deletes the record, puts its change record, and
+	// reads, expects and deletes each unique key: 3+2*unique operations, of
+	// which 2+unique write. Build (recordBatch) expects the record and
+	// expects and puts each key: fewer of both.
+	switch ops, writes := 3+2*unique, 2+unique; {
+	case a.MaxOps > 0 && ops > a.MaxOps:
 		return fmt.Errorf("%w: table %q, record %v: it would hold %d unique keys, and a delete or a build must check each with two operations of one batch, of at most %d",
 			ErrInvalidBatch, t.name, decodeForError(pk), unique, a.MaxOps)
+	case a.MaxWrites > 0 && writes > a.MaxWrites:
+		return fmt.Errorf("%w: table %q, record %v: it would hold %d unique keys, and a delete must delete each in one batch with the record and a change record, of at most %d puts and deletes",
+			ErrInvalidBatch, t.name, decodeForError(pk), unique, a.MaxWrites)
 	}
 	return nil
 }
@@ -280,4 +287,6 @@ func plainString(element []byte) (int, bool) {
 }
 
 // bounded reports whether a store's atomicity scope may refuse a batch.
-func bounded(a kv.Atomicity) bool { return a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0 }
+func bounded(a kv.Atomicity) bool {
+	return a.Partition != nil || a.MaxOps > 0 || a.MaxWrites > 0 || a.MaxBytes > 0
+}

@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// limited is a memory store with the bounds of Azure Table storage (as
-// azstore declares them) and the partitions of partitionedStore: a store
-// whose limits tests can reach without Azurite.
+// limited is a memory store with the bounds of Azure Table storage and the
+// partitions of partitionedStore: a store whose limits tests can reach
+// without Azurite. It counts 99 operations a batch, expectations included
+// (MaxOps), as azstore did before it counted writes alone, which the load
+// tests' batch counts assume; writesLimited counts as azstore does.
 type limited struct{ *it.MemoryStore }
 
 func (limited) Atomicity() kv.Atomicity {
@@ -24,6 +26,23 @@ func (limited) Atomicity() kv.Atomicity {
 }
 
 func (s limited) Apply(ctx context.Context, b *kv.Batch) error {
+	if err := s.Atomicity().Allows(b); err != nil {
+		return err
+	}
+	return s.MemoryStore.Apply(ctx, b)
+}
+
+// writesLimited is limited with azstore's count of a batch: 99 puts and
+// deletes (MaxWrites), and any number of expectations.
+type writesLimited struct{ *it.MemoryStore }
+
+func (writesLimited) Atomicity() kv.Atomicity {
+	a := limited{}.Atomicity()
+	a.MaxOps, a.MaxWrites = 0, 99
+	return a
+}
+
+func (s writesLimited) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := s.Atomicity().Allows(b); err != nil {
 		return err
 	}
@@ -43,6 +62,14 @@ func TestLimitsOfAStore(t *testing.T) {
 		})
 	})
 	t.Run("table", func(t *testing.T) { storetest.TestLimits(t, limited{it.NewMemoryStore()}, storetest.LimitsOptions{}) })
+	t.Run("writes bounded", func(t *testing.T) {
+		// Partitions of raw keys, as memBoundedScope's, so that the suite's
+		// batches of several keys run.
+		storetest.TestStore(t, func(t *testing.T) kv.Store {
+			return l16store{it.NewMemoryStore(), kv.Atomicity{Partition: firstBytePartition, MaxWrites: 10, MaxBytes: 1 << 10}}
+		})
+		storetest.TestLimits(t, writesLimited{it.NewMemoryStore()}, storetest.LimitsOptions{})
+	})
 	t.Run("sharded", func(t *testing.T) {
 		shards := []kv.Store{limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}, limited{it.NewMemoryStore()}}
 		s, err := it.OpenShardedStore(context.Background(), shards, it.WithIndexSharding(it.ShardByHash))
@@ -265,6 +292,64 @@ func TestRebuildOfAUniqueIndexAtItsBound(t *testing.T) {
 	require.NoError(t, tbl.Delete(ctx, it.Tuple{rec.P, rec.ID}))
 }
 
+// TestUniqueKeysADeleteFrees: a record holds at most as many unique keys
+// as a delete while their index is rebuilt frees in one batch, with the
+// record's deletion and its change record, reading, expecting and deleting
+// each: 48 where a batch holds 99 operations, 97 where it holds 99 puts and
+// deletes and any number of expectations. One more is refused; a record at
+// the bound is deleted while its index is rebuilt, its entries put.
+func TestUniqueKeysADeleteFrees(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		store kv.Store
+		most  int
+		says  string
+	}{
+		{"99 operations", limited{it.NewMemoryStore()}, 48, "two operations of one batch, of at most 99"},
+		{"99 writes", writesLimited{it.NewMemoryStore()}, 97, "in one batch with the record and a change record, of at most 99 puts and deletes"},
+		{"99 writes, no other bound", l16store{it.NewMemoryStore(), kv.Atomicity{MaxWrites: 99}}, 97, "in one batch with the record and a change record, of at most 99 puts and deletes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tags := it.Index[l16rec]{Name: "tags", Fields: []string{"P", "Tags"}, MultiValued: true}
+			indexes := []it.Index[l16rec]{{Name: "uniq", Fields: []string{"P", "Uniq"}, MultiValued: true, Unique: true}, tags}
+			schema := it.Schema[l16rec]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"P", "ID"}, Codec: &it.BinaryCodec{}, Indexes: indexes}
+			tbl, err := it.Open(ctx, tc.store, schema)
+			require.NoError(t, err)
+			// Its tags' entries do not fit a delete's batch beside its unique
+			// keys': the delete falls back, queueing a change record.
+			rec := l16rec{P: "p", ID: "1", Uniq: l16tags("k", 0, tc.most), Tags: []string{"a", "b"}}
+			_, err = tbl.Insert(ctx, rec)
+			require.NoError(t, err, "%d unique keys", tc.most)
+			more := rec
+			more.Uniq = l16tags("k", 0, tc.most+1)
+			_, err = tbl.Update(ctx, more)
+			require.ErrorIs(t, err, it.ErrInvalidBatch)
+			require.ErrorContains(t, err, fmt.Sprintf("%d unique keys", tc.most+1))
+			require.ErrorContains(t, err, tc.says)
+
+			_, err = tbl.Insert(ctx, l16rec{P: "p", ID: "2", Uniq: []string{"other"}})
+			require.NoError(t, err)
+
+			// Rebuilt, one record a chunk: the record is deleted once the
+			// build has put its entries, before the index is readable.
+			schema.Indexes = []it.Index[l16rec]{{Name: "uniq", Fields: []string{"P", "Uniq"}, MultiValued: true, Unique: true, Version: 2}, tags}
+			tbl, err = it.Open(ctx, tc.store, schema)
+			require.NoError(t, err)
+			deleted := false
+			require.NoError(t, tbl.Build(ctx, it.BuildOptions{ChunkSize: 1, Progress: func(p it.BuildProgress) {
+				if p.Done == 1 && !p.Readable && !deleted {
+					deleted = true
+					require.NoError(t, tbl.Delete(ctx, it.Tuple{rec.P, rec.ID}), "a delete while the index is rebuilt")
+				}
+			}}))
+			require.True(t, deleted)
+			_, err = tbl.Insert(ctx, l16rec{P: "p", ID: "3", Uniq: rec.Uniq})
+			require.NoError(t, err, "the delete freed every key")
+		})
+	}
+}
+
 // l16exact checks the "at most N fit" of the refusal of a record whose
 // field is too long: a value of N bytes is written, one of N+1 refused.
 // set returns the record with the field holding n bytes.
@@ -469,8 +554,11 @@ func TestLimitsOfOtherBounds(t *testing.T) {
 		{Partition: partitionOf, MaxOps: 99, MaxBytes: 3 << 10, MaxKeyBytes: 383},
 		{Partition: partitionOf, MaxValueBytes: 2 << 10, MaxKeyBytes: 100},
 		{MaxOps: 99, MaxBytes: 8 << 10, MaxKeyBytes: 200, MaxValueBytes: 6 << 10},
+		{Partition: partitionOf, MaxWrites: 12, MaxBytes: 64 << 10, MaxKeyBytes: 120, MaxValueBytes: 1 << 10},
+		{MaxWrites: 12, MaxBytes: 64 << 10, MaxKeyBytes: 120, MaxValueBytes: 1 << 10},
+		{Partition: partitionOf, MaxOps: 30, MaxWrites: 12, MaxBytes: 8 << 10, MaxKeyBytes: 200},
 	} {
-		t.Run(fmt.Sprintf("%d-%d-%d-%d-%v", a.MaxOps, a.MaxBytes, a.MaxKeyBytes, a.MaxValueBytes, a.Partition != nil), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d-%d-%d-%d-%d-%v", a.MaxOps, a.MaxWrites, a.MaxBytes, a.MaxKeyBytes, a.MaxValueBytes, a.Partition != nil), func(t *testing.T) {
 			storetest.TestLimits(t, l16store{it.NewMemoryStore(), a}, storetest.LimitsOptions{Steps: 400})
 		})
 	}

@@ -169,6 +169,7 @@ func OpenShardedStore(ctx context.Context, shards []kv.Store, opts ...ShardOptio
 		a := sh.Atomicity()
 		s.parts = append(s.parts, a.Partition)
 		s.atom.MaxOps = minBound(s.atom.MaxOps, a.MaxOps)
+		s.atom.MaxWrites = minBound(s.atom.MaxWrites, a.MaxWrites)
 		s.atom.MaxBytes = minBound(s.atom.MaxBytes, a.MaxBytes)
 		s.atom.MaxKeyBytes = minBound(s.atom.MaxKeyBytes, a.MaxKeyBytes)
 		s.atom.MaxValueBytes = minBound(s.atom.MaxValueBytes, a.MaxValueBytes)
@@ -553,8 +554,8 @@ func (s *ShardedStore) Apply(ctx context.Context, b *kv.Batch) error {
 }
 
 // Atomicity is one shard, and within it the shard's own scope; MaxOps,
-// MaxBytes, MaxKeyBytes and MaxValueBytes are the tightest of the shards',
-// and Apply holds every shard to them.
+// MaxWrites, MaxBytes, MaxKeyBytes and MaxValueBytes are the tightest of
+// the shards', and Apply holds every shard to them.
 func (s *ShardedStore) Atomicity() kv.Atomicity { return s.atom }
 
 // StableValues reports whether every shard's values may be kept

@@ -60,6 +60,62 @@ func TestShardedStore(t *testing.T) {
 	}
 }
 
+// TestShardedStoreCombinesBounds: a sharded store's bounds are the
+// tightest of its shards', each counted as the shards count it (MaxOps
+// every operation, MaxWrites puts and deletes), and its Apply holds every
+// shard to them.
+func TestShardedStoreCombinesBounds(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		shards []kv.Atomicity
+		want   kv.Atomicity
+	}{
+		{"unbounded", []kv.Atomicity{{}, {}}, kv.Atomicity{}},
+		{"operations of one, writes of another", []kv.Atomicity{{MaxOps: 300}, {MaxWrites: 99}}, kv.Atomicity{MaxOps: 300, MaxWrites: 99}},
+		{"the fewest writes", []kv.Atomicity{{MaxWrites: 99, MaxBytes: 1 << 20}, {}, {MaxWrites: 20}}, kv.Atomicity{MaxWrites: 20, MaxBytes: 1 << 20}},
+		{"one shard", []kv.Atomicity{{MaxWrites: 7}}, kv.Atomicity{MaxWrites: 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shards := make([]kv.Store, len(tc.shards))
+			for i, a := range tc.shards {
+				shards[i] = scopedStore{it.NewMemoryStore(), a}
+			}
+			s, err := it.OpenShardedStore(ctx, shards)
+			require.NoError(t, err)
+			got := s.Atomicity()
+			got.Partition = nil
+			require.Equal(t, tc.want, got)
+			if tc.want.MaxWrites == 0 {
+				return
+			}
+			// Keys of one shard: MaxWrites puts, each expected absent, and
+			// as many more expectations apply; one put more does not.
+			var keys [][]byte
+			for i := 0; len(keys) < 2*tc.want.MaxWrites+1; i++ {
+				if k := fmt.Appendf(nil, "k%05d", i); s.ShardOf(k) == 0 {
+					keys = append(keys, k)
+				}
+			}
+			var b kv.Batch
+			for _, k := range keys[:tc.want.MaxWrites+1] {
+				b.Put(k, nil)
+			}
+			require.ErrorIs(t, s.Apply(ctx, &b), it.ErrInvalidBatch)
+			require.ErrorContains(t, s.Apply(ctx, &b), fmt.Sprintf("%d puts and deletes", tc.want.MaxWrites+1))
+			b.Reset()
+			for i, k := range keys[:tc.want.MaxWrites] {
+				b.ExpectAbsent(k)
+				b.Put(k, nil)
+				b.ExpectAbsent(keys[tc.want.MaxWrites+1+i])
+			}
+			require.NoError(t, s.Apply(ctx, &b))
+			_, err = s.Get(ctx, keys[0])
+			require.NoError(t, err)
+		})
+	}
+}
+
 // TestModelSharded is the model test over 4 shards, under each rule of
 // index sharding.
 func TestModelSharded(t *testing.T) {

@@ -55,9 +55,11 @@ type Tx struct {
 	refusals []txRefusal
 	deferred [][]byte // set aside: the fact keys of records whose unique key another record takes
 	// With setAside, on a bounded store, the operations and bytes of the
-	// batch planned; and whether the store cannot apply it.
-	planSize  [2]int
-	oversized bool
+	// batch planned (planSize) and its puts and deletes (planWrites); and
+	// whether the store cannot apply it.
+	planSize   [2]int
+	planWrites int
+	oversized  bool
 	// Room for the tables of a small transaction, and for its records
 	// (which come from txRecords).
 	tableRoom  [2]txTable

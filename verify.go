@@ -698,7 +698,7 @@ func verifyTable(ctx context.Context, store kv.Store, info TableInfo, opts Verif
 	if err != nil {
 		return nil, err
 	}
-	if a := store.Atomicity(); repair && len(skipped) > 0 && (a.Partition != nil || a.MaxOps > 0 || a.MaxBytes > 0) {
+	if repair && len(skipped) > 0 && bounded(store.Atomicity()) {
 		return nil, fmt.Errorf("%w: table %q: index %q has a Key func or no definition, and a fix on this store may go through the queue: repair the table in its program",
 			ErrInvalidSchema, info.Name, skipped[0])
 	}

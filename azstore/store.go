@@ -12,15 +12,17 @@
 // order and Azurite's UTF-16 order. Encoded keys compare as the keys do,
 // prefixes included (a fuzz test checks it).
 //
-// A batch is one entity group transaction: one partition, at most 99
-// operations (the hundredth is the partition's guard, below) and 2 MiB of
-// keys and values, which is the store's Atomicity. Expectations are checked
-// optimistically: a batch reads its partition's guard entity and the keys
-// it expects or deletes, with one partition query for up to 13 keys, and
-// commits together with an update of the guard made conditional on the
-// guard's ETag, so that a batch that another one overtook in its partition
-// fails and is tried again. A batch of puts and deletes reads nothing: it
-// is one request.
+// A batch is one entity group transaction: one partition, at most 99 puts
+// and deletes (a transaction holds 100 actions, the hundredth the
+// partition's guard, below) with any number of expectations, which are no
+// actions, and 2 MiB of keys and values, which is the store's Atomicity.
+// Expectations are checked optimistically: a batch reads its partition's
+// guard entity and the keys it expects or deletes, with one partition
+// query for up to 13 keys and one more for each 14 more, and commits
+// together with an update of the guard made conditional on the guard's
+// ETag, so that a batch that another one overtook in its partition fails
+// and is tried again. A batch of puts and deletes reads nothing: it is one
+// request; so is one whose expectations are that keys it puts are absent.
 package azstore
 
 import (
@@ -51,9 +53,11 @@ const (
 	// guardRow is the RowKey of a partition's guard entity; '!' is not in
 	// the key alphabet, so no key encodes to it.
 	guardRow = "!guard"
-	// maxOps is the most operations of a batch: a transaction holds 100
-	// actions, one of them the guard's.
-	maxOps = 99
+	// maxWrites is the most puts and deletes of a batch: a transaction
+	// holds 100 actions, one of them the guard's. Expectations are no
+	// actions: the blind way makes a put expected absent an insert (Add),
+	// the reading way checks them against its reads.
+	maxWrites = 99
 	// maxBatchBytes bounds a batch's keys and values, well inside a
 	// transaction's 4 MiB of base64 JSON.
 	maxBatchBytes = 2 << 20
@@ -369,7 +373,8 @@ func (s *Store) scanForward(ctx context.Context, lo, hi []byte, top int) iter.Se
 // readGuarded), checks the expectations, and submits the writes with an
 // update of the guard conditional on the ETag read: when another batch in
 // the partition committed in between, it starts again. A blind batch
-// costs one request, and one that reads at most 13 keys two.
+// costs one request, and one that reads at most 13 keys two; each 14 keys
+// more it reads cost one query more.
 //
 // A batch that Atomicity does not allow is refused with
 // kv.ErrInvalidBatch before it is sent: Azurite would apply some,
@@ -702,6 +707,10 @@ func readRows(ops []kv.Op) []string {
 // rows, then 14 rows a query, as Azure allows 15 comparisons in a filter
 // and each query spends one on the PartitionKey. One batch of at most 13
 // keys to read so costs one query, not a read a key and one of the guard.
+// Rows have no bound, as a batch's expectations have none (Atomicity): a
+// batch of 99 deletes and 50 expectations reads 149 rows, 11 queries.
+// Each query sent widens the time between the guard's read and the
+// commit, in which another batch of the partition may overtake this one.
 //
 // Why the values read so are those the batch's commit overwrites: every
 // batch that commits in a partition rewrites its guard, and the commit
@@ -798,13 +807,17 @@ func (s *Store) readGuard(ctx context.Context, pk string) (*guard, error) {
 	return &guard{ETag: resp.ETag, attempt: g.Attempt}, nil
 }
 
-// Atomicity is one partition (see Partition), at most 99 operations and
-// 2 MiB of keys and values; a key holds at most 383 bytes (its RowKey,
-// 512 characters), and a value 704 KiB. A put of a key or value over
-// these limits is refused with kv.ErrInvalidBatch, never
-// truncated.
+// Atomicity is one partition (see Partition), at most 99 puts and deletes
+// (MaxWrites) with any number of expectations, and 2 MiB of keys and
+// values, expectations' included; a key holds at most 383 bytes (its
+// RowKey, 512 characters), and a value 704 KiB. A put of a key or value
+// over these limits is refused with kv.ErrInvalidBatch, never truncated.
+// Expectations cost no action of the transaction, but they may cost
+// reads: a batch that expects anything but the absence of keys it puts
+// reads the k keys it expects or deletes, with ⌈(k+1)/14⌉ queries before
+// its transaction (see Apply).
 func (s *Store) Atomicity() kv.Atomicity {
-	return kv.Atomicity{Partition: Partition, MaxOps: maxOps, MaxBytes: maxBatchBytes,
+	return kv.Atomicity{Partition: Partition, MaxWrites: maxWrites, MaxBytes: maxBatchBytes,
 		MaxKeyBytes: maxKeyBytes, MaxValueBytes: maxValueBytes}
 }
 

@@ -567,3 +567,91 @@ func TestOvertakenBetweenReadAndCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestNinetyNineWrites: a batch holds 99 puts and deletes, its
+// transaction's 100th action being the guard's, and any number of
+// expectations, which are no actions. 99 puts each expected absent go
+// blind, as one request; writes with other keys' values expected go the
+// reading way: a query for the guard and 13 keys, one more for each 14
+// keys more (reads have no bound, but a cost), then the transaction. Each
+// batch applies whole, or, when an expectation fails, not at all; one of
+// 100 writes is refused before any request.
+func TestNinetyNineWrites(t *testing.T) {
+	ctx := context.Background()
+	conn := azuritetest.Connection(t)
+	keys := make([][]byte, 150) // of partition "pa"
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "pa%03d", i)
+	}
+	puts, others := keys[:100], keys[100:]
+	// batch deletes dels, puts puts (each expected absent if absent) and
+	// expects each of expect to hold itself, the last one something else
+	// if wrong.
+	batch := func(dels, puts [][]byte, absent bool, expect [][]byte, wrong bool) *kv.Batch {
+		var b kv.Batch
+		for _, k := range dels {
+			b.Delete(k)
+		}
+		for _, k := range puts {
+			if absent {
+				b.ExpectAbsent(k)
+			}
+			b.Put(k, []byte("new"))
+		}
+		for i, k := range expect {
+			if wrong && i == len(expect)-1 {
+				b.ExpectValue(k, []byte("not its value"))
+			} else {
+				b.ExpectValue(k, k)
+			}
+		}
+		return &b
+	}
+	repeat := func(n int, v []byte) [][]byte { return slices.Repeat([][]byte{v}, n) }
+	newValue := []byte("new")
+	for _, tc := range []struct {
+		name     string
+		stored   [][]byte // keys stored with themselves first
+		batch    *kv.Batch
+		err      error
+		requests int64
+		want     [][]byte // what keys hold after, nil for absent
+	}{
+		{"99 puts each expected absent", nil, batch(nil, puts[:99], true, nil, false), nil, 1,
+			slices.Concat(repeat(99, newValue), repeat(51, nil))},
+		{"99 puts each expected absent, the last present", puts[98:99], batch(nil, puts[:99], true, nil, false), kv.ErrConflict, 1 + 1,
+			slices.Concat(repeat(98, nil), puts[98:99], repeat(51, nil))},
+		{"99 puts and 50 values expected", others, batch(nil, puts[:99], false, others, false), nil, 4 + 1,
+			slices.Concat(repeat(99, newValue), repeat(1, nil), others)},
+		{"99 puts and 50 values expected, the last wrongly", others, batch(nil, puts[:99], false, others, true), kv.ErrConflict, 4,
+			slices.Concat(repeat(100, nil), others)},
+		{"99 deletes and 50 values expected", keys[:99], batch(puts[:99], nil, false, others, false), kv.ErrConflict, 11,
+			slices.Concat(puts[:99], repeat(51, nil))},
+		{"99 deletes and 50 values expected, all present", slices.Concat(puts[:99], others), batch(puts[:99], nil, false, others, false), nil, 11 + 1,
+			slices.Concat(repeat(100, nil), others)},
+		{"100 puts", nil, batch(nil, puts, true, nil, false), kv.ErrInvalidBatch, 0,
+			repeat(150, nil)},
+		{"99 puts and a delete", others[:1], batch(others[:1], puts[:99], false, others[1:], false), kv.ErrInvalidBatch, 0,
+			slices.Concat(repeat(100, nil), others[:1], repeat(49, nil))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, tr := openCounting(t, conn, azuritetest.FreshTable(t, conn, "writes"))
+			for chunk := range slices.Chunk(tc.stored, 99) {
+				var b kv.Batch
+				for _, k := range chunk {
+					b.Put(k, k)
+				}
+				require.NoError(t, s.Apply(ctx, &b))
+			}
+			tr.reset()
+			err := s.Apply(ctx, tc.batch)
+			if tc.err == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.err)
+			}
+			require.Equal(t, tc.requests, tr.n.Load(), "requests")
+			requireValues(t, s, keys, tc.want)
+		})
+	}
+}

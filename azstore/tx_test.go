@@ -96,10 +96,11 @@ func findGroup(t *testing.T, tbl *indextable.Table[txItem], index string, eq ...
 
 // TestTransactionRefused: a transaction that Azure cannot apply as one
 // entity group transaction (records of two partitions, or more than 99
-// operations) is refused by Commit with ErrInvalidBatch, saying why, and
-// nothing of it is written. Each inserted record costs 3 operations: the
-// expectation that it is absent, its put and its entry's; so 33 records
-// are the most a transaction inserts, which the last case commits.
+// puts and deletes) is refused by Commit with ErrInvalidBatch, saying why,
+// and nothing of it is written. Each inserted record costs 2 writes, its
+// put and its entry's, and an expectation that it is absent, which costs
+// no action; so 49 records are the most a transaction inserts, which the
+// last case commits.
 func TestTransactionRefused(t *testing.T) {
 	ctx := context.Background()
 	conn := azuritetest.Connection(t)
@@ -109,8 +110,8 @@ func TestTransactionRefused(t *testing.T) {
 		err  string // "" when it commits
 	}{
 		{"two partitions", append(items("a", 0, 2), items("b", 0, 1)...), "atomicity scope is one partition"},
-		{"over 99 operations", items("a", 0, 34), "102 operations, atomicity scope allows 99"},
-		{"99 operations", items("a", 0, 33), ""},
+		{"over 99 writes", items("a", 0, 50), "100 puts and deletes, atomicity scope allows 99"},
+		{"98 writes and 49 expectations", items("a", 0, 49), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openFresh(t, conn)

@@ -143,8 +143,11 @@ func (r ScanRange) Contains(key []byte) bool {
 // Apply can make all-or-nothing. The zero value means any batch of any size
 // (an embedded store such as the in-memory one or Pebble). A store whose
 // transactions are bounded, such as Azure Table storage's entity group
-// transactions (one partition, at most 100 operations, 4 MiB), fills in the
-// bounds, and the index manager plans its writes with Allows.
+// transactions (one partition, at most 100 entities written, 4 MiB), fills
+// in the bounds, and the index manager plans its writes with Allows. A
+// batch's operations are bounded two ways: MaxOps counts every operation,
+// for a store whose transactions count their checks too; MaxWrites counts
+// puts and deletes, for a store that checks expectations by reading.
 type Atomicity struct {
 	// Partition, when set, maps a key to its partition; only operations
 	// whose keys share one partition can be applied together. A table
@@ -152,8 +155,13 @@ type Atomicity struct {
 	// keys (see KeySpace), which a write commits together, and one for
 	// each of its catalog and lease spaces.
 	Partition func(key []byte) []byte
-	// MaxOps is the most operations in one batch; 0 means no bound.
+	// MaxOps is the most operations in one batch, expectations included;
+	// 0 means no bound.
 	MaxOps int
+	// MaxWrites is the most puts and deletes in one batch; 0 means no
+	// bound. Expectations do not count: a batch may hold any number of
+	// them besides (within MaxOps, if that is set too).
+	MaxWrites int
 	// MaxBytes is the most key and value bytes in one batch; 0 means no
 	// bound.
 	MaxBytes int
@@ -172,6 +180,17 @@ func (a Atomicity) Allows(b *Batch) error {
 	ops := b.Ops()
 	if a.MaxOps > 0 && len(ops) > a.MaxOps {
 		return fmt.Errorf("%w: %d operations, atomicity scope allows %d", ErrInvalidBatch, len(ops), a.MaxOps)
+	}
+	if a.MaxWrites > 0 && len(ops) > a.MaxWrites {
+		writes := 0
+		for _, op := range ops {
+			if op.Kind == OpPut || op.Kind == OpDelete {
+				writes++
+			}
+		}
+		if writes > a.MaxWrites {
+			return fmt.Errorf("%w: %d puts and deletes, atomicity scope allows %d", ErrInvalidBatch, writes, a.MaxWrites)
+		}
 	}
 	if a.MaxBytes > 0 {
 		n := 0

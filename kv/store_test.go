@@ -47,23 +47,31 @@ func TestAtomicityAllows(t *testing.T) {
 		a    kv.Atomicity
 		ops  []kv.Op
 		ok   bool
+		says string // in the error, when not empty
 	}{
-		{"unbounded", kv.Atomicity{}, opPuts(1000), true},
-		{"empty batch", kv.Atomicity{MaxOps: 1, MaxBytes: 1, Partition: firstBytePartition}, nil, true},
-		{"max ops reached", kv.Atomicity{MaxOps: 3}, opPuts(3), true},
-		{"max ops exceeded", kv.Atomicity{MaxOps: 3}, opPuts(4), false},
-		{"max bytes reached", kv.Atomicity{MaxBytes: 6}, []kv.Op{opPut("ab", "c"), opDelete("d"), opExpect("e", "f")}, true},
-		{"max bytes exceeded", kv.Atomicity{MaxBytes: 5}, []kv.Op{opPut("ab", "c"), opDelete("d"), opExpect("e", "f")}, false},
-		{"one partition", kv.Atomicity{Partition: firstBytePartition}, []kv.Op{opPut("a1", ""), opDelete("a2"), opAbsent("a")}, true},
-		{"two partitions", kv.Atomicity{Partition: firstBytePartition}, []kv.Op{opPut("a1", ""), opDelete("a2"), opAbsent("b1")}, false},
-		{"empty key partition", kv.Atomicity{Partition: firstBytePartition}, []kv.Op{opPut("", ""), opPut("a", "")}, false},
-		{"one op", kv.Atomicity{Partition: firstBytePartition, MaxOps: 1}, []kv.Op{opPut("z", "")}, true},
+		{"unbounded", kv.Atomicity{}, opPuts(1000), true, ""},
+		{"empty batch", kv.Atomicity{MaxOps: 1, MaxBytes: 1, Partition: firstBytePartition}, nil, true, ""},
+		{"max ops reached", kv.Atomicity{MaxOps: 3}, opPuts(3), true, ""},
+		{"max ops exceeded", kv.Atomicity{MaxOps: 3}, opPuts(4), false, ""},
+		{"max bytes reached", kv.Atomicity{MaxBytes: 6}, []kv.Op{opPut("ab", "c"), opDelete("d"), opExpect("e", "f")}, true, ""},
+		{"max bytes exceeded", kv.Atomicity{MaxBytes: 5}, []kv.Op{opPut("ab", "c"), opDelete("d"), opExpect("e", "f")}, false, ""},
+		{"one partition", kv.Atomicity{Partition: firstBytePartition}, []kv.Op{opPut("a1", ""), opDelete("a2"), opAbsent("a")}, true, ""},
+		{"two partitions", kv.Atomicity{Partition: firstBytePartition}, []kv.Op{opPut("a1", ""), opDelete("a2"), opAbsent("b1")}, false, ""},
+		{"empty key partition", kv.Atomicity{Partition: firstBytePartition}, []kv.Op{opPut("", ""), opPut("a", "")}, false, ""},
+		{"one op", kv.Atomicity{Partition: firstBytePartition, MaxOps: 1}, []kv.Op{opPut("z", "")}, true, ""},
+		{"max ops counts expectations", kv.Atomicity{MaxOps: 3}, []kv.Op{opPut("a", ""), opAbsent("a"), opExpect("b", ""), opAbsent("c")}, false, "4 operations, atomicity scope allows 3"},
+		{"max writes reached", kv.Atomicity{MaxWrites: 3}, []kv.Op{opPut("a", ""), opDelete("b"), opPut("c", "")}, true, ""},
+		{"max writes exceeded", kv.Atomicity{MaxWrites: 3}, opPuts(4), false, "4 puts and deletes, atomicity scope allows 3"},
+		{"max writes exceeded by a delete", kv.Atomicity{MaxWrites: 3}, append(opPuts(3), opDelete("d"), opAbsent("e")), false, "4 puts and deletes"},
+		{"expectations beyond max writes", kv.Atomicity{MaxWrites: 2}, []kv.Op{opPut("a", ""), opAbsent("a"), opDelete("b"), opExpect("b", "v"), opExpect("c", "v"), opAbsent("d")}, true, ""},
+		{"max writes within max ops", kv.Atomicity{MaxOps: 4, MaxWrites: 3}, append(opPuts(3), opAbsent("e"), opExpect("f", "")), false, "5 operations"},
 	} {
 		err := tc.a.Allows(kv.NewBatch(tc.ops...))
 		if tc.ok {
 			require.NoError(t, err, tc.name)
 		} else {
 			require.ErrorIs(t, err, kv.ErrInvalidBatch, tc.name)
+			require.ErrorContains(t, err, tc.says, tc.name)
 		}
 	}
 }

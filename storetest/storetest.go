@@ -200,13 +200,17 @@ func requireAllowed(t *testing.T, s kv.Store, b *kv.Batch) {
 }
 
 func unbounded(a kv.Atomicity) bool {
-	return a.Partition == nil && a.MaxOps == 0 && a.MaxBytes == 0 && a.MaxKeyBytes == 0 && a.MaxValueBytes == 0
+	return a.Partition == nil && a.MaxOps == 0 && a.MaxWrites == 0 && a.MaxBytes == 0 && a.MaxKeyBytes == 0 && a.MaxValueBytes == 0
 }
 
-// batchSize returns want, or less when s's scope allows fewer operations.
+// batchSize returns want, or less when s's scope allows fewer operations
+// or fewer writes.
 func batchSize(s kv.Store, want int) int {
-	if m := s.Atomicity().MaxOps; m > 0 && m < want {
-		return m
+	a := s.Atomicity()
+	for _, m := range []int{a.MaxOps, a.MaxWrites} {
+		if m > 0 && m < want {
+			want = m
+		}
 	}
 	return want
 }
@@ -926,7 +930,7 @@ func testContext(t *testing.T, s kv.Store) {
 	many := scopeKeys(t, s, "long", n)
 	for i := 0; i < n; {
 		var b kv.Batch
-		for ; i < n && (s.Atomicity().MaxOps == 0 || b.Len() < s.Atomicity().MaxOps); i++ {
+		for size := batchSize(s, n); i < n && b.Len() < size; i++ {
 			b.Put(many[i], bs("v"))
 		}
 		apply(t, s, &b)
@@ -1022,6 +1026,65 @@ func testNoAliasing(t *testing.T, s kv.Store) {
 	require.Equal(t, []pair{{"key", "value"}}, scan(t, s, kv.ScanRange{}))
 }
 
+// testWritesBound checks the MaxWrites of scope a: a batch of one write
+// more is refused and applies nothing, whether the one more is a put or a
+// delete; a batch of MaxWrites writes applies with as many expectations
+// besides, of the keys it puts absent or of other keys' values, or, when
+// one of them fails, applies nothing.
+func testWritesBound(t *testing.T, s kv.Store, a kv.Atomicity) {
+	n := a.MaxWrites
+	keys := scopeKeys(t, s, "w", 2*n+1)
+	puts, others := keys[:n+1], keys[n+1:]
+	putAll(t, s, others)
+	var b kv.Batch
+	for _, k := range puts {
+		b.Put(k, bs("v"))
+	}
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "%d puts, MaxWrites %d", n+1, n)
+	b.Reset()
+	for _, k := range puts[:n] {
+		b.Put(k, bs("v"))
+	}
+	b.Delete(others[0])
+	require.ErrorIs(t, s.Apply(bg, &b), kv.ErrInvalidBatch, "%d puts and a delete, MaxWrites %d", n, n)
+	requireAbsent(t, s, puts...)
+	requireValue(t, s, others[0], string(val(others[0])))
+
+	b.Reset()
+	for _, k := range puts[:n] {
+		b.ExpectAbsent(k)
+		b.Put(k, bs("v"))
+	}
+	if a.Allows(&b) != nil {
+		return // MaxOps bounds it too
+	}
+	apply(t, s, &b)
+	requireValue(t, s, puts[0], "v")
+	requireValue(t, s, puts[n-1], "v")
+
+	// Deletes of all but one key put, a put of one more, and the values of
+	// the other keys expected, the last one wrongly, then rightly.
+	batch := func(last []byte) *kv.Batch {
+		var b kv.Batch
+		for _, k := range puts[:n-1] {
+			b.Delete(k)
+		}
+		b.Put(puts[n], bs("v"))
+		for _, k := range others[:n-1] {
+			b.ExpectValue(k, val(k))
+		}
+		b.ExpectValue(others[n-1], last)
+		return &b
+	}
+	require.ErrorIs(t, s.Apply(bg, batch(bs("not"))), kv.ErrConflict, "the last of %d expectations fails", n)
+	requireValue(t, s, puts[0], "v")
+	requireAbsent(t, s, puts[n])
+	apply(t, s, batch(val(others[n-1])))
+	requireAbsent(t, s, puts[:n-1]...)
+	requireValue(t, s, puts[n-1], "v")
+	requireValue(t, s, puts[n], "v")
+}
+
 func testAtomicity(t *testing.T, s kv.Store) {
 	a := s.Atomicity()
 	if unbounded(a) {
@@ -1044,6 +1107,9 @@ func testAtomicity(t *testing.T, s kv.Store) {
 			apply(t, s, &b)
 			requireValue(t, s, keys[0], "v")
 		}
+	}
+	if a.MaxWrites > 0 {
+		testWritesBound(t, s, a)
 	}
 	if a.Partition != nil {
 		byPart := map[string][]byte{}
