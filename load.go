@@ -157,6 +157,11 @@ func newLoader[T any](t *Table[T], opts LoadOptions) *loader[T] {
 			// Each record takes at least its expectation and its put.
 			size = max(1, min(size, atom.MaxOps/3))
 		}
+		if atom.MaxWrites > 0 {
+			// Each record takes its put and, mostly, an entry or a change
+			// record.
+			size = max(1, min(size, atom.MaxWrites/2))
+		}
 	}
 	return &loader[T]{t: t, opts: opts, size: size, full: size, part: atom.Partition, groups: map[string][]*loadRecord[T]{}}
 }
@@ -372,13 +377,13 @@ func (l *loader[T]) split(ctx context.Context, recs []*loadRecord[T], fit int) e
 	return nil
 }
 
-// fit returns how many records like the n of a batch that took planSize
-// operations and bytes one batch of the store holds, or 0 when its
-// batches are unbounded.
-func (l *loader[T]) fit(planSize [2]int, n int) int {
+// fit returns how many records like the n of a batch of planSize (see
+// Tx.planSize) one batch of the store holds, or 0 when its batches are
+// unbounded.
+func (l *loader[T]) fit(planSize [3]int, n int) int {
 	atom := l.t.store.Atomicity()
 	fit := 0
-	for i, limit := range []int{atom.MaxOps, atom.MaxBytes} {
+	for i, limit := range []int{atom.MaxOps, atom.MaxWrites, atom.MaxBytes} {
 		if per := (planSize[i] + n - 1) / max(n, 1); limit > 0 && per > 0 {
 			if fit == 0 || limit/per < fit {
 				fit = limit / per

@@ -132,6 +132,11 @@ func TestLoad(t *testing.T) {
 		// writes them 16 to a batch: 33 as 16+16+1, then 967 as 61 batches,
 		// in each country.
 		{"azure's limits", limited{it.NewMemoryStore()}, it.LoadOptions{}, 3 * 64},
+		// At most 99 writes a batch, expectations aside, as azstore
+		// counts: Load tries 49 records (each takes at least 2), which
+		// write 4 each, so it writes them 24 to a batch: 49 as 24+24+1,
+		// then 951 as 40 batches, in each country.
+		{"azure's limits, counting writes", writesLimited{it.NewMemoryStore()}, it.LoadOptions{}, 3 * 43},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &countingStore{Store: tc.store}

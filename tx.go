@@ -54,12 +54,11 @@ type Tx struct {
 	setAside bool
 	refusals []txRefusal
 	deferred [][]byte // set aside: the fact keys of records whose unique key another record takes
-	// With setAside, on a bounded store, the operations and bytes of the
-	// batch planned (planSize) and its puts and deletes (planWrites); and
+	// With setAside, on a bounded store, the size of the batch planned
+	// (its operations, writes and bytes, as kv.Atomicity bounds them), and
 	// whether the store cannot apply it.
-	planSize   [2]int
-	planWrites int
-	oversized  bool
+	planSize  [3]int
+	oversized bool
 	// Room for the tables of a small transaction, and for its records
 	// (which come from txRecords).
 	tableRoom  [2]txTable

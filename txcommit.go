@@ -96,8 +96,7 @@ func (tx *Tx) planChecked(ctx context.Context) (*preparedCommit, error) {
 	}
 	atom := tx.store.Atomicity()
 	if tx.setAside && bounded(atom) {
-		tx.planSize = [2]int{b.Len(), batchBytes(b)}
-		tx.planWrites = batchWrites(b)
+		tx.planSize = [3]int{b.Len(), batchWrites(b), batchBytes(b)}
 	}
 	if err := atom.Allows(b); err != nil {
 		tx.oversized = tx.setAside
