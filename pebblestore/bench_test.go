@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/internal/fixture"
 	"github.com/indextable/indextable/internal/tuple"
@@ -87,23 +86,14 @@ func BenchmarkPebble(b *testing.B) {
 var (
 	benchCacheMiB = flag.Int64("pebblebench.cache", 0,
 		"BenchmarkPebble and BenchmarkLoad: the Pebble block cache in MiB (0: pebblestore.Open's default)")
-	benchMemTableMiB = flag.Uint64("pebblebench.memtable", 0,
-		"BenchmarkPebble and BenchmarkLoad: Pebble's MemTableSize in MiB (0: Pebble's default)")
+	benchMemTableMiB = flag.Int64("pebblebench.memtable", 0,
+		"BenchmarkPebble and BenchmarkLoad: Options.MemTableSize in MiB (0: Pebble's default)")
 )
 
 // benchOptions returns the options of a benchmark's store: pebblestore's
-// defaults but NoSync, and the flags' cache and memtable sizes. A
-// memtable size makes Options.Pebble, with the bloom filters that Open
-// sets when it is nil.
+// defaults but NoSync, and the flags' cache and memtable sizes.
 func benchOptions(noSync bool) pebblestore.Options {
-	o := pebblestore.Options{NoSync: noSync, CacheSize: *benchCacheMiB << 20}
-	if *benchMemTableMiB > 0 {
-		o.Pebble = &pebble.Options{MemTableSize: *benchMemTableMiB << 20}
-		for i := range o.Pebble.Levels {
-			o.Pebble.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		}
-	}
-	return o
+	return pebblestore.Options{NoSync: noSync, CacheSize: *benchCacheMiB << 20, MemTableSize: *benchMemTableMiB << 20}
 }
 
 const (

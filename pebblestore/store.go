@@ -81,6 +81,13 @@ type Options struct {
 	// blocks: Pebble's own default, 8 MiB, holds none, and every read
 	// decompresses its blocks again.
 	CacheSize int64
+	// MemTableSize is the size of each memtable in bytes; 0 means
+	// Pebble's 4 MiB, and a negative size is an error. Small memtables keep
+	// memory low; a bulk load of keys that arrive in no order (index
+	// entries) flushes and compacts much less with larger ones, such as
+	// 64 MiB. CacheSize, when 0, then becomes 4 times MemTableSize if that
+	// is more than 64 MiB; a CacheSize set must exceed twice MemTableSize.
+	MemTableSize int64
 	// Pebble tunes the engine; nil means Pebble's defaults with bloom
 	// filters. Open uses a copy, sets its cache size when CacheSize is set
 	// or it has none, and its Logger when Logger is set. Its FS and Lock are
@@ -195,11 +202,21 @@ func pebbleOptions(opts Options) (*pebble.Options, error) {
 		return nil, invalid("Options.Pebble.ReadOnly is set: set Options.ReadOnly instead")
 	case po.Comparer != nil && po.Comparer.Name != pebble.DefaultComparer.Name:
 		return nil, invalid("Options.Pebble.Comparer %q is not Pebble's default, and the store orders keys by bytes.Compare", po.Comparer.Name)
+	case opts.MemTableSize < 0 || opts.MemTableSize >= 4<<30:
+		return nil, invalid("Options.MemTableSize %d is not between 0 and 4 GiB", opts.MemTableSize)
+	case opts.MemTableSize > 0 && po.MemTableSize > 0:
+		return nil, invalid("Options.MemTableSize and Options.Pebble.MemTableSize are both set")
+	case opts.MemTableSize > 0 && opts.CacheSize > 0 && opts.CacheSize <= 2*opts.MemTableSize:
+		return nil, invalid("Options.CacheSize %d does not exceed twice Options.MemTableSize %d: Pebble charges its memtables to the cache, which would hold no blocks", opts.CacheSize, opts.MemTableSize)
 	}
-	if opts.CacheSize > 0 {
+	if opts.MemTableSize > 0 {
+		po.MemTableSize = uint64(opts.MemTableSize)
+	}
+	switch {
+	case opts.CacheSize > 0:
 		po.CacheSize = opts.CacheSize
-	} else if po.CacheSize == 0 {
-		po.CacheSize = defaultCache
+	case po.CacheSize == 0:
+		po.CacheSize = max(defaultCache, 4*opts.MemTableSize)
 	}
 	po.FS, po.Lock, po.ReadOnly = vfs.Default, nil, opts.ReadOnly
 	if opts.Logger != nil || po.Logger == nil {

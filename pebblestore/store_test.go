@@ -302,6 +302,10 @@ func TestOpenBadOptions(t *testing.T) {
 		{"Pebble.Comparer", pebblestore.Options{Pebble: &pebble.Options{Comparer: &comparer}}},
 		{"Pebble.FormatMajorVersion", pebblestore.Options{Pebble: &pebble.Options{FormatMajorVersion: pebble.FormatNewest + 1000}}},
 		{"Pebble.MemTableSize", pebblestore.Options{Pebble: &pebble.Options{MemTableSize: 1 << 40}}},
+		{"negative MemTableSize", pebblestore.Options{MemTableSize: -1}},
+		{"MemTableSize too large", pebblestore.Options{MemTableSize: 1 << 40}},
+		{"MemTableSize and Pebble.MemTableSize", pebblestore.Options{MemTableSize: 8 << 20, Pebble: &pebble.Options{MemTableSize: 8 << 20}}},
+		{"CacheSize at twice MemTableSize", pebblestore.Options{MemTableSize: 8 << 20, CacheSize: 16 << 20}},
 		{"Pebble.L0StopWritesThreshold", pebblestore.Options{Pebble: &pebble.Options{L0CompactionThreshold: 8, L0StopWritesThreshold: 4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -634,4 +638,31 @@ func TestManyExpectations(t *testing.T) {
 	v, err := s.Get(ctx, []byte("new"))
 	require.NoError(t, err)
 	require.Equal(t, "n", string(v))
+}
+
+// TestMemTableSize: a store with larger memtables holds, unflushed, the
+// writes that fill several of Pebble's default ones.
+func TestMemTableSize(t *testing.T) {
+	value := bytes.Repeat([]byte("v"), 1<<10)
+	for _, tc := range []struct {
+		name    string
+		opts    pebblestore.Options
+		flushed bool
+	}{
+		{"default", pebblestore.Options{NoSync: true}, true},
+		{"64 MiB", pebblestore.Options{NoSync: true, MemTableSize: 64 << 20}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, t.TempDir(), tc.opts)
+			defer s.Close()
+			for i := range 12 { // 12 MiB
+				var b kv.Batch
+				for j := range 1 << 10 {
+					b.Put(fmt.Appendf(nil, "k%02d%04d", i, j), value)
+				}
+				require.NoError(t, s.Apply(context.Background(), &b))
+			}
+			require.Equal(t, tc.flushed, s.DB().Metrics().Flush.Count > 0)
+		})
+	}
 }

@@ -114,9 +114,10 @@ request, the hint of its change in the queue's hint partition, and its other req
 the maintainer, which writes in the record's and the actors' partitions, many records' entries of
 one partition in one transaction. A keys-only range fetches its records with a query a partition chunk; a full-copy
 range is a query of the queue's hints (one partition) and a query of the index's partition. Load
-groups the records of a partition into transactions of as many as Azure's 100 operations hold (a
-record takes its insert and its entries), one request each, and with an inter-partition index one
-more a transaction, its hint; a group's remainder and the groups it writes early, when it holds
+groups the records of a partition into transactions of as many as Azure's 100 actions hold (99
+writes beside azstore's guard: a record takes its insert, its entries and, with an inter-partition
+index, its change record; its expectations cost no action), one request each, and with an
+inter-partition index one more a transaction, its hint; a group's remainder and the groups it writes early, when it holds
 many partitions' records, make smaller transactions. The maintainer then queries the queue and
 writes each surname partition's entries in transactions, within a pass of BatchSize changes spread
 over many surnames.
