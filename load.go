@@ -94,10 +94,12 @@ func (t *Table[T]) Load(ctx context.Context, seq iter.Seq[T], opts LoadOptions) 
 		return LoadReport{}, fmt.Errorf("%w: Load: unknown LoadPolicy %d", ErrInvalidArgument, opts.OnRefused)
 	}
 	l := newLoader(t, opts)
+	defer l.wait() // a panic of seq or Progress: let the apply end
 	err := l.run(ctx, seq)
 	if serr := l.settle(ctx); err == nil {
 		err = serr
 	}
+	l.progress()
 	return l.rep, err
 }
 
@@ -136,6 +138,7 @@ type loader[T any] struct {
 	groups  map[string][]*loadRecord[T] // the records not yet written, by partition
 	held    int
 	pending *loadTx[T]      // the batch whose commit runs while the next is built
+	ended   bool            // a batch ended since Progress was called
 	recs    []loadRecord[T] // room for the next records (see newRecord)
 	keys    []byte          // room for their keys
 	rep     LoadReport
@@ -177,6 +180,7 @@ func (l *loader[T]) add(ctx context.Context, rec T) error {
 		if err := l.settle(ctx); err != nil {
 			return err
 		}
+		l.progress()
 		return l.refuse(r, fmt.Errorf("table %q: %w", l.t.name, err))
 	}
 	if unsafe.SliceData(key) == unsafe.SliceData(l.keys) { // it fit
@@ -279,18 +283,42 @@ func (l *loader[T]) write(ctx context.Context, recs []*loadRecord[T]) error {
 		}
 		lt.prepare(ctx)
 	}
+	l.start(ctx, lt)
+	l.progress()
+	return nil
+}
+
+// start applies lt's prepared commit, if any, in a goroutine of its own:
+// lt is pending until settle.
+func (l *loader[T]) start(ctx context.Context, lt *loadTx[T]) {
 	l.pending = lt
 	lt.done = make(chan struct{})
 	if lt.pc == nil {
 		close(lt.done)
-		return nil
+		return
 	}
 	go func() {
 		defer close(lt.done)
 		defer func() { lt.panicked = recover() }()
 		lt.apply(ctx)
 	}()
-	return nil
+}
+
+// wait waits for the pending apply, if any, to end, leaving it pending.
+func (l *loader[T]) wait() {
+	if l.pending != nil {
+		<-l.pending.done
+	}
+}
+
+// progress reports the counts to LoadOptions.Progress, if a batch ended
+// since it last did. Load calls it holding no prepared commit, so that
+// Progress may call the table, a Build included.
+func (l *loader[T]) progress() {
+	if l.ended && l.opts.Progress != nil {
+		l.ended = false
+		l.opts.Progress(l.rep.LoadProgress)
+	}
 }
 
 // settle waits for the apply that write started, if any, and finishes
@@ -315,11 +343,15 @@ func (l *loader[T]) writeNow(ctx context.Context, recs []*loadRecord[T]) error {
 		return err
 	}
 	lt.commit(ctx)
-	return l.finish(ctx, lt)
+	if err := l.finish(ctx, lt); err != nil {
+		return err
+	}
+	l.progress()
+	return nil
 }
 
-// finish takes the outcome of lt's commit, writes again the records to
-// write again, and reports progress. A batch that conflicts with other
+// finish takes the outcome of lt's commit and writes again the records
+// to write again. A batch that conflicts with other
 // writes runs again, after a pause that grows.
 func (l *loader[T]) finish(ctx context.Context, lt *loadTx[T]) error {
 	pause, conflicts := txFirstPause, 0
@@ -339,9 +371,7 @@ func (l *loader[T]) finish(ctx context.Context, lt *loadTx[T]) error {
 		}
 		switch {
 		case len(again) == 0:
-			if l.opts.Progress != nil {
-				l.opts.Progress(l.rep.LoadProgress)
-			}
+			l.ended = true
 			return nil
 		case len(again) < len(recs):
 			conflicts = 0
@@ -486,7 +516,7 @@ func (lt *loadTx[T]) commit(ctx context.Context) {
 // clean reports whether lt, whose commit ended, committed with nothing
 // left to write again.
 func (lt *loadTx[T]) clean() bool {
-	return lt.err == nil && !lt.stop && len(lt.later) == 0 && len(lt.tx.deferred) == 0
+	return lt.panicked == nil && lt.err == nil && !lt.stop && len(lt.later) == 0 && len(lt.tx.deferred) == 0
 }
 
 // discard ends lt, if not nil, uncommitted.

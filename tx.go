@@ -225,7 +225,9 @@ func (tt TableTx[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, e
 	case err == nil && !ok:
 		return rec, 0, fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, Tuple(pk))
 	case err == nil && r.written:
-		err = t.decodeKept(payload, &rec) // the transaction's own buffer
+		// The transaction's own encoding, whose memory a later
+		// transaction reuses (see arena): the record must not share it.
+		err = t.decodeInto(payload, reflect.ValueOf(&rec), false)
 	case err == nil:
 		err = t.decodeStored(payload, &rec)
 	}
