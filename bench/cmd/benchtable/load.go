@@ -57,12 +57,21 @@ func writeLoad(w io.Writer, r *run, spec loadSpec) []target {
 		intro += " " + spec.floorIntro
 		each = "its ratio to " + spec.baseRef + "'s, for Load also to its strategy's " + spec.floor + ", and for the other ways to Load's"
 	}
+	cpu := len(strategies) > 0 && r.has(baseName, "cpu-ns/record") && r.has("Load/"+strategies[0]+"/indexed", "cpu-ns/record")
+	if cpu {
+		each += "; the last column is Load's CPU time per record (the whole process's, the garbage collector's included) and its ratio to " + spec.baseRef + "'s: Load applies a batch while it encodes the next, on two cores"
+		heads = append(heads, "Load, CPU time")
+	}
 	para(w, fmt.Sprintf("%s Each cell is the median time per record of a whole load and %s; medians of %d runs:",
 		intro, each, r.runs(baseName, "ns/record")))
+	baseCPU := r.med(baseName, "cpu-ns/record")
 	rows := [][]string{loadRow(spec.baseLabel, duration(baseNs), len(ways))}
+	if cpu {
+		rows[0] = append(rows[0], duration(baseCPU))
+	}
 	for _, st := range strategies {
 		if ns, ok := floors[st]; ok {
-			rows = append(rows, loadRow(spec.floor+", "+st, duration(ns)+" ("+ratio(ns, baseNs)+")", len(ways)))
+			rows = append(rows, loadRow(spec.floor+", "+st, duration(ns)+" ("+ratio(ns, baseNs)+")", len(heads)))
 		}
 	}
 	var ts []target
@@ -85,6 +94,10 @@ func writeLoad(w io.Writer, r *run, spec loadSpec) []target {
 				cell += "; " + ratio(ns, load) + " Load"
 			}
 			row = append(row, cell+")")
+		}
+		if cpu {
+			ns := r.med("Load/"+st+"/indexed", "cpu-ns/record")
+			row = append(row, duration(ns)+" ("+ratio(ns, baseCPU)+")")
 		}
 		rows = append(rows, row)
 		ts = append(ts, atMost(st+" Load at most 2x "+spec.baseRef, load, baseNs, 2)...)

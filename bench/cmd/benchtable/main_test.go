@@ -143,23 +143,23 @@ BenchmarkTx/update-2  20000  6000 ns/op  2000 single-ns/op  4000 tx2-ns/op  2.00
 BenchmarkTx/update-2  20000  6000 ns/op  2000 single-ns/op  4600 tx2-ns/op  2.300 tx/single
 BenchmarkTx/update-2  20000  6000 ns/op  2000 single-ns/op  4200 tx2-ns/op  2.100 tx/single
 BenchmarkTx/insert-2  20000  6000 ns/op  2000 single-ns/op  5000 tx2-ns/op  2.500 tx/single
-BenchmarkLoad/floor-2  1  100000000 ns/op  1000 ns/record
-BenchmarkLoad/floor-2  1  300000000 ns/op  3000 ns/record
-BenchmarkLoad/keys-only/indexed-2  1  1 ns/op  1500 ns/record
-BenchmarkLoad/keys-only/indexed-2  1  1 ns/op  2500 ns/record
+BenchmarkLoad/floor-2  1  100000000 ns/op  1000 cpu-ns/record  1000 ns/record
+BenchmarkLoad/floor-2  1  300000000 ns/op  3000 cpu-ns/record  3000 ns/record
+BenchmarkLoad/keys-only/indexed-2  1  1 ns/op  3000 cpu-ns/record  1500 ns/record
+BenchmarkLoad/keys-only/indexed-2  1  1 ns/op  5000 cpu-ns/record  2500 ns/record
 BenchmarkLoad/keys-only/then-build-2  1  1 ns/op  3000 ns/record
 BenchmarkLoad/keys-only/inserts-2  1  1 ns/op  4000 ns/record
-BenchmarkLoad/full-copy/indexed-2  1  1 ns/op  5000 ns/record
+BenchmarkLoad/full-copy/indexed-2  1  1 ns/op  9000 cpu-ns/record  5000 ns/record
 `)
 	var out strings.Builder
 	require.NoError(t, writeTable(&out, r))
 	got := out.String()
 	for _, want := range []string{
 		"medians of 2 runs:",
-		"| strategy | Load | Load, then Build | one Insert a record |",
-		"| google/btree by hand, batches of 1,000 (floor) | 2.00 µs | – | – |",
-		"| keys-only | 2.00 µs (1.00x) | 3.00 µs (1.50x; 1.50x Load) | 4.00 µs (2.00x; 2.00x Load) |",
-		"| full-copy | 5.00 µs (2.50x) | – | – |",
+		"| strategy | Load | Load, then Build | one Insert a record | Load, CPU time |",
+		"| google/btree by hand, batches of 1,000 (floor) | 2.00 µs | – | – | 2.00 µs |",
+		"| keys-only | 2.00 µs (1.00x) | 3.00 µs (1.50x; 1.50x Load) | 4.00 µs (2.00x; 2.00x Load) | 4.00 µs (2.00x) |",
+		"| full-copy | 5.00 µs (2.50x) | – | – | 9.00 µs (4.50x) |",
 		"- keys-only Load at most 2x the floor: met (1.00x)",
 		"- full-copy Load at most 2x the floor: **missed** (2.50x)",
 		"Medians of 3 runs:",
