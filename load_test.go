@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -793,4 +794,446 @@ func TestLoadStorePanic(t *testing.T) {
 	require.PanicsWithValue(t, "the store's bug", func() {
 		_, _ = tbl.Load(context.Background(), slices.Values([]city{{Country: "fr", ID: 1, Code: "A"}}), it.LoadOptions{})
 	})
+}
+
+// parkedIn returns the stack of a goroutine parked on a lock (a mutex or
+// a semaphore) whose stack names every one of frames, or "".
+func parkedIn(frames ...string) string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if !strings.Contains(head, "semacquire") && !strings.Contains(head, "sync.") {
+			continue
+		}
+		all := true
+		for _, f := range frames {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
+			return g
+		}
+	}
+	return ""
+}
+
+// stuckPolls is how many polls in a row must find a goroutine parked in
+// the same place before a test calls it stuck: a lock that anyone
+// releases lets it run between two polls.
+const stuckPolls = 200
+
+// waitOrStuck waits for done, and fails the test with the stuck
+// goroutine's stack when one parked in frames stays parked, poll after
+// poll, while done does not come: no progress, not a time budget.
+func waitOrStuck(t *testing.T, done <-chan struct{}, frames ...string) {
+	t.Helper()
+	stuck := 0
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		g := parkedIn(frames...)
+		if g == "" {
+			stuck = 0
+			continue
+		}
+		if stuck++; stuck == stuckPolls {
+			t.Fatalf("no progress over %d polls; stuck goroutine:\n%s", stuckPolls, g)
+		}
+	}
+}
+
+// TestLoadProgressChangesIndexes: a Progress callback that changes the
+// table's indexes (DisableIndex takes the drain lock exclusively) must
+// not wait behind the load's own next batch, prepared and holding the
+// drain lock shared while the callback runs.
+func TestLoadProgressChangesIndexes(t *testing.T) {
+	ctx := context.Background()
+	tbl := openCities(t, it.NewMemoryStore())
+	done := make(chan struct{})
+	var rep it.LoadReport
+	var err error
+	disabled := false
+	go func() {
+		defer close(done)
+		rep, err = tbl.Load(ctx, slices.Values(cities(90)), it.LoadOptions{BatchRecords: 30, Progress: func(it.LoadProgress) {
+			if !disabled {
+				disabled = true
+				require.NoError(t, tbl.DisableIndex(ctx, "pop"))
+			}
+		}})
+	}()
+	waitOrStuck(t, done, "switchState", "Load")
+	require.NoError(t, err)
+	require.Equal(t, it.LoadProgress{Read: 90, Inserted: 90}, rep.LoadProgress)
+}
+
+// TestLoadProgressWritesWhileIndexesChange: a Progress callback that
+// writes a record to the table (a checkpoint, say) while another
+// goroutine disables an index: the disabling waits for the load's next
+// batch, prepared and holding the drain lock shared, and the callback's
+// write waits behind the disabling (Go's RWMutex lets no new reader in
+// while a writer waits): a deadlock, unless the callback runs with
+// nothing held.
+func TestLoadProgressWritesWhileIndexesChange(t *testing.T) {
+	ctx := context.Background()
+	tbl := openCities(t, it.NewMemoryStore())
+	done, disableDone := make(chan struct{}), make(chan struct{})
+	var rep it.LoadReport
+	var err error
+	first := true
+	go func() {
+		defer close(done)
+		rep, err = tbl.Load(ctx, slices.Values(cities(90)), it.LoadOptions{BatchRecords: 30, Progress: func(it.LoadProgress) {
+			if !first {
+				return
+			}
+			first = false
+			go func() {
+				defer close(disableDone)
+				require.NoError(t, tbl.DisableIndex(ctx, "pop"))
+			}()
+			// Write once the disabling ended or waits for the drain lock.
+			for parkedIn("switchState") == "" {
+				select {
+				case <-disableDone:
+				case <-time.After(time.Millisecond):
+					continue
+				}
+				break
+			}
+			_, err := tbl.Insert(ctx, city{Country: "zz", ID: 1, Name: "checkpoint", Code: "cp"})
+			require.NoError(t, err)
+		}})
+	}()
+	waitOrStuck(t, done, "writeRecordAt", "Load")
+	<-disableDone
+	require.NoError(t, err)
+	require.Equal(t, it.LoadProgress{Read: 90, Inserted: 90}, rep.LoadProgress)
+}
+
+// panicOnce is a store whose next Apply, once armed, panics.
+type panicOnce struct {
+	kv.Store
+	armed atomic.Bool
+}
+
+func (s *panicOnce) Apply(ctx context.Context, b *kv.Batch) error {
+	if s.armed.CompareAndSwap(true, false) {
+		panic("the store's bug")
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// disableAfter runs f, which panics, recovers, and then disables an index
+// of tbl: that must not wait for a drain lock that the panicking load
+// left held.
+func disableAfter(t *testing.T, tbl *it.Table[city], f func()) {
+	t.Helper()
+	require.Panics(t, f)
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = tbl.DisableIndex(context.Background(), "pop")
+	}()
+	waitOrStuck(t, done, "switchState", "disableAfter")
+	require.NoError(t, err)
+}
+
+// TestLoadStorePanicReleasesLocks: a panic of the store in the
+// goroutine that applies batch N reaches the caller; batch N+1, prepared
+// meanwhile, holds the table's drain lock, and must let it go: a program
+// that recovers the panic (a server's handler) can change the table's
+// indexes after.
+func TestLoadStorePanicReleasesLocks(t *testing.T) {
+	store := &panicOnce{Store: it.NewMemoryStore()}
+	tbl := openCities(t, store)
+	disableAfter(t, tbl, func() {
+		store.armed.Store(true)
+		_, _ = tbl.Load(context.Background(), slices.Values(cities(2)), it.LoadOptions{BatchRecords: 1})
+	})
+}
+
+// TestLoadProgressPanicReleasesLocks: a Progress callback that panics
+// leaves no drain lock held behind it.
+func TestLoadProgressPanicReleasesLocks(t *testing.T) {
+	tbl := openCities(t, it.NewMemoryStore())
+	disableAfter(t, tbl, func() {
+		_, _ = tbl.Load(context.Background(), slices.Values(cities(3)), it.LoadOptions{BatchRecords: 1, Progress: func(it.LoadProgress) {
+			panic("the callback's bug")
+		}})
+	})
+}
+
+// raceStores are the stores of the race tests: the load tests' and a
+// store bounded by its writes, and a sharded one of bounded shards.
+var raceStores = append([]struct {
+	name  string
+	store func() kv.Store
+}{
+	{"writes limited", func() kv.Store { return writesLimited{it.NewMemoryStore()} }},
+	{"sharded", func() kv.Store {
+		s, err := it.OpenShardedStore(context.Background(), []kv.Store{limited{it.NewMemoryStore()}, writesLimited{it.NewMemoryStore()}})
+		if err != nil {
+			panic(err)
+		}
+		return s
+	}},
+}, loadStores...)
+
+// TestLoadRacesUniqueWriters: a load racing writers that take the
+// unique keys of its records (other primary keys, the same codes), that
+// write some of its records as given, a maintainer, SaveUsage and
+// Repair: every code ends with one record, a record refused is refused
+// for its code, the counts add up exactly and the indexes agree.
+func TestLoadRacesUniqueWriters(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range raceStores {
+		for _, size := range []int{0, 7} {
+			t.Run(fmt.Sprintf("%s, batches of %d", mode.name, size), func(t *testing.T) {
+				s := mode.store()
+				tbl, writer := openCities(t, s), openCities(t, s)
+				want := cities(450)
+				mctx, stop := context.WithCancel(ctx)
+				var wg, bg sync.WaitGroup
+				bg.Add(1)
+				go func() { // a maintainer, usage and repair, until the end
+					defer bg.Done()
+					go func() { _ = writer.RunMaintainer(mctx, it.MaintainerOptions{}) }()
+					for mctx.Err() == nil {
+						_ = writer.SaveUsage(mctx)
+						_, _ = writer.Repair(mctx, it.VerifyOptions{})
+					}
+				}()
+				wg.Add(2)
+				go func() { // takers of codes: i%7 == 0
+					defer wg.Done()
+					for i := len(want) - 1; i >= 0; i-- {
+						if i%7 == 0 {
+							c := want[i]
+							c.ID += 10000
+							_, err := writer.Insert(ctx, c)
+							if err != nil {
+								require.ErrorIs(t, err, it.ErrUniqueViolation)
+							}
+						}
+					}
+				}()
+				go func() { // the load's own records, as given: i%5 == 1
+					defer wg.Done()
+					for i := range want {
+						if i%5 == 1 && i%7 != 0 {
+							err := it.Transact(ctx, s, func(tx *it.Tx) error {
+								_, err := writer.In(tx).Upsert(ctx, want[i])
+								return err
+							})
+							require.NoError(t, err)
+						}
+					}
+				}()
+				rep, err := tbl.Load(ctx, slices.Values(want), it.LoadOptions{OnRefused: it.LoadSkip, BatchRecords: size})
+				wg.Wait()
+				require.NoError(t, err)
+				refused := map[int]bool{}
+				for _, f := range rep.Refusals {
+					require.Zero(t, f.Position%7, "record %d: %v", f.Position, f.Err)
+					require.ErrorIs(t, f.Err, it.ErrUniqueViolation, "record %d", f.Position)
+					refused[f.Position] = true
+				}
+				require.Equal(t, it.LoadProgress{Read: 450, Inserted: rep.Inserted, Present: rep.Present, Refused: len(refused)}, rep.LoadProgress)
+				require.Equal(t, 450, rep.Inserted+rep.Present+rep.Refused)
+				stop()
+				bg.Wait()
+				var final []city
+				for i, c := range want {
+					got, err := tbl.Get(ctx, c.Country, c.ID)
+					if refused[i] {
+						require.ErrorIs(t, err, it.ErrNotFound, "record %d", i)
+						c.ID += 10000
+						got, err = tbl.Get(ctx, c.Country, c.ID)
+					}
+					require.NoError(t, err, "record %d", i)
+					require.Equal(t, c, got)
+					final = append(final, got)
+				}
+				n, err := tbl.Count(ctx, it.Query{})
+				require.NoError(t, err)
+				require.Equal(t, len(final), n, "a code taken twice, or a record both loaded and taken")
+				requireCities(t, tbl, final)
+			})
+		}
+	}
+}
+
+// TestLoadStoreClosed: a store closed while a load runs (by its
+// Progress, or by another goroutine) ends the load with ErrClosed, its
+// counts those of the batches that committed before.
+func TestLoadStoreClosed(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range raceStores {
+		t.Run(mode.name, func(t *testing.T) {
+			s := mode.store()
+			tbl := openCities(t, s)
+			inserted := -1
+			rep, err := tbl.Load(ctx, slices.Values(cities(300)), it.LoadOptions{BatchRecords: 10, Progress: func(p it.LoadProgress) {
+				if inserted < 0 && p.Inserted >= 50 {
+					inserted = p.Inserted
+					require.NoError(t, s.Close())
+				}
+			}})
+			require.ErrorIs(t, err, it.ErrClosed)
+			require.Equal(t, inserted, rep.Inserted, "no batch commits after the close")
+			require.Less(t, rep.Read, 300)
+		})
+		t.Run(mode.name+", racing", func(t *testing.T) {
+			s := mode.store()
+			tbl := openCities(t, s)
+			go func() {
+				runtime.Gosched()
+				_ = s.Close()
+			}()
+			rep, err := tbl.Load(ctx, slices.Values(cities(300)), it.LoadOptions{BatchRecords: 10})
+			if err != nil {
+				require.ErrorIs(t, err, it.ErrClosed)
+			}
+			require.LessOrEqual(t, rep.Inserted, rep.Read)
+		})
+	}
+}
+
+// TestLoadFaultCounts: a load whose store fails batch N, while
+// N+1 is prepared, reports as inserted exactly the records the table
+// holds, leaves N+1 unwritten, and a load run again finishes it.
+func TestLoadFaultCounts(t *testing.T) {
+	ctx := context.Background()
+	want := cities(60)
+	for _, mode := range raceStores {
+		t.Run(mode.name, func(t *testing.T) {
+			fs0 := faultstore.New(mode.store())
+			tbl := openCities(t, fs0)
+			before := fs0.Calls(faultstore.Apply)
+			_, err := tbl.Load(ctx, slices.Values(want), it.LoadOptions{BatchRecords: 8})
+			require.NoError(t, err)
+			applies := fs0.Calls(faultstore.Apply) - before
+			for n := 1; n <= applies; n++ {
+				fs := faultstore.New(mode.store())
+				tbl := openCities(t, fs)
+				fs.FailAt(faultstore.Apply, n)
+				var progress []it.LoadProgress
+				rep, err := tbl.Load(ctx, slices.Values(want), it.LoadOptions{BatchRecords: 8, Progress: func(p it.LoadProgress) { progress = append(progress, p) }})
+				require.ErrorIs(t, err, faultstore.ErrInjected, "Apply %d", n)
+				held, err := tbl.Count(ctx, it.Query{})
+				require.NoError(t, err)
+				require.Equal(t, held, rep.Inserted, "Apply %d", n)
+				require.Zero(t, rep.Present+rep.Refused)
+				if len(progress) > 0 {
+					require.Equal(t, rep.Inserted, progress[len(progress)-1].Inserted)
+				}
+				rep, err = tbl.Load(ctx, slices.Values(want), it.LoadOptions{BatchRecords: 8})
+				require.NoError(t, err, "Apply %d", n)
+				require.Equal(t, it.LoadProgress{Read: 60, Inserted: 60 - held, Present: held}, rep.LoadProgress)
+				requireCities(t, tbl, want)
+			}
+		})
+	}
+}
+
+// TestLoadSeqCallsTable: a sequence that changes the table's indexes,
+// builds them and writes to the table between its records does not
+// deadlock with the batch the load applies meanwhile.
+func TestLoadSeqCallsTable(t *testing.T) {
+	ctx := context.Background()
+	tbl := openCitiesLeased(t, it.NewMemoryStore(), cityIndexes())
+	want := cities(200)
+	seq := func(yield func(city) bool) {
+		for i, c := range want {
+			switch i % 40 {
+			case 10:
+				require.NoError(t, tbl.DisableIndex(ctx, "pop"))
+			case 20:
+				require.NoError(t, tbl.EnableIndex(ctx, "pop"))
+			case 30:
+				require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+			case 35:
+				_, err := tbl.Insert(ctx, city{Country: "zz", ID: i, Code: fmt.Sprint("z", i)})
+				require.NoError(t, err)
+			}
+			if !yield(c) {
+				return
+			}
+		}
+	}
+	done := make(chan struct{})
+	var rep it.LoadReport
+	var err error
+	go func() {
+		defer close(done)
+		rep, err = tbl.Load(ctx, seq, it.LoadOptions{BatchRecords: 7})
+	}()
+	waitOrStuck(t, done, "Load")
+	require.NoError(t, err)
+	require.Equal(t, it.LoadProgress{Read: 200, Inserted: 200}, rep.LoadProgress)
+	require.NoError(t, tbl.Build(ctx, it.BuildOptions{}))
+	rv, err := tbl.Verify(ctx, it.VerifyOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rv.Total())
+}
+
+// TestLoadSeqPanicEndsBatches: a sequence that panics unwinds Load
+// only once the batch it applies has ended, as a return would.
+func TestLoadSeqPanicEndsBatches(t *testing.T) {
+	store := &applyGate{Store: it.NewMemoryStore()}
+	tbl := openCities(t, store)
+	store.gate = make(chan struct{})
+	started := store.started.Load()
+	seq := func(yield func(city) bool) {
+		if !yield(city{Country: "fr", ID: 1, Code: "a"}) {
+			return
+		}
+		for store.started.Load() == started { // until the first batch applies
+			runtime.Gosched()
+		}
+		close(store.gate)
+		panic("the sequence's bug")
+	}
+	running := false
+	require.Panics(t, func() {
+		defer func() { running = store.started.Load() != store.ended.Load() }()
+		_, _ = tbl.Load(context.Background(), seq, it.LoadOptions{BatchRecords: 1})
+	})
+	require.False(t, running, "Load unwound while an apply ran")
+}
+
+// TestLoadAdjacentBatches: batch N+1, planned while N applies,
+// takes N's primary keys and unique keys: the same record counts as
+// present, another with its key or its code is refused, as when each
+// batch was planned after the one before committed.
+func TestLoadAdjacentBatches(t *testing.T) {
+	ctx := context.Background()
+	a := city{Country: "fr", ID: 1, Name: "a", Code: "X"}
+	load := []city{
+		a, a, // present
+		{Country: "fr", ID: 1, Name: "a2", Code: "Y"}, // 2: its key is taken
+		{Country: "fr", ID: 2, Name: "b", Code: "X"},  // 3: its code is taken
+		{Country: "fr", ID: 3, Name: "c", Code: "Z"},
+	}
+	for _, mode := range raceStores {
+		for _, size := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s, batches of %d", mode.name, size), func(t *testing.T) {
+				tbl := openCities(t, mode.store())
+				rep, err := tbl.Load(ctx, slices.Values(load), it.LoadOptions{OnRefused: it.LoadSkip, BatchRecords: size})
+				require.NoError(t, err)
+				require.Equal(t, it.LoadProgress{Read: 5, Inserted: 2, Present: 1, Refused: 2}, rep.LoadProgress)
+				require.Len(t, rep.Refusals, 2)
+				require.Equal(t, 2, rep.Refusals[0].Position)
+				require.ErrorIs(t, rep.Refusals[0].Err, it.ErrExists)
+				require.Equal(t, 3, rep.Refusals[1].Position)
+				require.ErrorIs(t, rep.Refusals[1].Err, it.ErrUniqueViolation)
+				requireCities(t, tbl, []city{a, load[4]})
+			})
+		}
+	}
 }

@@ -1271,3 +1271,90 @@ func BenchmarkTx(b *testing.B) {
 		})
 	}
 }
+
+// note is a record of the arena test: its Text, decoded in place by the
+// binary codec, may share the memory of the encoded record.
+type note struct {
+	ID   int
+	Text string
+}
+
+// TestTxGetKeepsItsRecord: a record that TableTx.Get returns, of
+// one the transaction wrote, stays as it was after the commit: with the
+// binary codec its strings are decoded in place from the transaction's
+// encoding, which came from the arena, reused by later transactions.
+func TestTxGetKeepsItsRecord(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, s, it.Schema[note]{SchemaLease: countLease, Name: "notes", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{}})
+	require.NoError(t, err)
+	var want, got []note
+	for i := range 30 { // each transaction may reuse the arena of the one before
+		n := note{ID: i, Text: fmt.Sprintf("note %02d of the test", i)}
+		tx := it.NewTx(s)
+		_, err := tbl.In(tx).Insert(ctx, n)
+		require.NoError(t, err)
+		rec, err := tbl.In(tx).Get(ctx, i)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+		want, got = append(want, n), append(got, rec)
+	}
+	require.Equal(t, want, got)
+}
+
+// TestTxCommitRaces: Commit of a nil transaction, an empty one, one
+// committed already, and two Commits at once of one transaction racing
+// writes into it: one commits, the other gets ErrTxDone, and a write
+// either made it into the commit or gets ErrTxDone.
+func TestTxCommitRaces(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	tbl := openCities(t, s)
+	var nilTx *it.Tx
+	require.ErrorIs(t, nilTx.Commit(ctx), it.ErrInvalidArgument)
+	empty := it.NewTx(s)
+	require.NoError(t, empty.Commit(ctx))
+	require.ErrorIs(t, empty.Commit(ctx), it.ErrTxDone)
+	for round := range 20 {
+		tx := it.NewTx(s)
+		base := round * 100
+		_, err := tbl.In(tx).Insert(ctx, city{Country: "fr", ID: base, Code: fmt.Sprint("c", base)})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		written := make([]bool, 10)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = tx.Commit(ctx)
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range written {
+				_, err := tbl.In(tx).Insert(ctx, city{Country: "fr", ID: base + 1 + j, Code: fmt.Sprint("c", base+1+j)})
+				if err != nil {
+					require.ErrorIs(t, err, it.ErrTxDone)
+				}
+				written[j] = err == nil
+			}
+		}()
+		wg.Wait()
+		require.True(t, (errs[0] == nil) != (errs[1] == nil), "%v, %v", errs[0], errs[1])
+		for _, err := range errs {
+			if err != nil {
+				require.ErrorIs(t, err, it.ErrTxDone)
+			}
+		}
+		for j, w := range written {
+			_, err := tbl.Get(ctx, "fr", base+1+j)
+			if w {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, it.ErrNotFound)
+			}
+		}
+	}
+}
