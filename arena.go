@@ -8,16 +8,20 @@ import "sync"
 // bulk load's batches then allocate next to nothing. A nil *arena
 // allocates each slice on its own, as single writes do.
 type arena struct {
-	bufs  [][]byte  // byte chunks; bufs[nb-1] is the current one
-	nb    int       // chunks in use
-	free  []byte    // what is left of the current byte chunk
-	ents  [][]entry // entry chunks, in the same way
-	ne    int
-	efree []entry
+	bufs chunks[byte]
+	ents chunks[entry]
 }
 
-// Chunk sizes; a request of more than a quarter of a chunk gets a slice
-// of its own. An arena of more than arenaKept bytes is not reused.
+// chunks are the chunks of an arena of one element type.
+type chunks[E any] struct {
+	all  [][]E // all[n-1] is the current chunk
+	n    int   // chunks in use
+	free []E   // what is left of the current one
+}
+
+// Chunk sizes, in elements; a request of more than a quarter of a chunk
+// gets a slice of its own. An arena of more than arenaKept bytes of
+// chunks is not reused.
 const (
 	arenaBytes   = 16 << 10
 	arenaEntries = 256
@@ -37,36 +41,36 @@ func newArena() *arena {
 
 // bytes returns a slice of length 0 and capacity n.
 func (a *arena) bytes(n int) []byte {
-	if a == nil || n > arenaBytes/4 {
+	if a == nil {
 		return make([]byte, 0, n)
 	}
-	if len(a.free) < n {
-		if a.nb == len(a.bufs) {
-			a.bufs = append(a.bufs, make([]byte, arenaBytes))
-		}
-		a.free = a.bufs[a.nb]
-		a.nb++
-	}
-	b := a.free[:0:n]
-	a.free = a.free[n:]
-	return b
+	return a.bufs.take(n, arenaBytes)
 }
 
 // entries returns an entry list of length 0 and capacity n.
 func (a *arena) entries(n int) []entry {
-	if a == nil || n > arenaEntries/4 {
+	if a == nil {
 		return make([]entry, 0, n)
 	}
-	if len(a.efree) < n {
-		if a.ne == len(a.ents) {
-			a.ents = append(a.ents, make([]entry, arenaEntries))
-		}
-		a.efree = a.ents[a.ne]
-		a.ne++
+	return a.ents.take(n, arenaEntries)
+}
+
+// take returns a slice of length 0 and capacity n from chunks of size
+// elements.
+func (c *chunks[E]) take(n, size int) []E {
+	if n > size/4 {
+		return make([]E, 0, n)
 	}
-	e := a.efree[:0:n]
-	a.efree = a.efree[n:]
-	return e
+	if len(c.free) < n {
+		if c.n == len(c.all) {
+			c.all = append(c.all, make([]E, size))
+		}
+		c.free = c.all[c.n]
+		c.n++
+	}
+	s := c.free[:0:n]
+	c.free = c.free[n:]
+	return s
 }
 
 // release empties the arena, whose slices nothing uses any more, and
@@ -76,15 +80,16 @@ func (a *arena) release() {
 		return
 	}
 	a.reset()
-	if len(a.bufs)*arenaBytes <= arenaKept {
+	if len(a.bufs.all)*arenaBytes <= arenaKept {
 		arenas.Put(a)
 	}
 }
 
 // reset empties the arena, keeping its chunks.
 func (a *arena) reset() {
-	for _, c := range a.ents[:a.ne] {
+	for _, c := range a.ents.all[:a.ents.n] {
 		clear(c) // the indexes they name may go
 	}
-	a.nb, a.ne, a.free, a.efree = 0, 0, nil, nil
+	a.bufs.n, a.bufs.free = 0, nil
+	a.ents.n, a.ents.free = 0, nil
 }

@@ -69,7 +69,7 @@ func TestArenaReused(t *testing.T) {
 	require.Zero(t, allocs)
 
 	a.reset()
-	for _, c := range a.ents {
+	for _, c := range a.ents.all {
 		for _, e := range c {
 			require.Nil(t, e.ix, "a released arena keeps no index")
 		}
