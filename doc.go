@@ -129,16 +129,19 @@
 // queue), but never to the transaction: one whose batch the store's
 // atomicity scope does not allow (on a partitioned store, records of
 // several partitions; on Azure Table storage, more than 99 puts and
-// deletes) is refused with ErrInvalidBatch and writes nothing, never split. Queries (Find, Count, FindPage) are not
-// part of a transaction: they read the table as committed, and a
-// transaction that acts on what one found reads those records with Get.
+// deletes) is refused with ErrInvalidBatch and writes nothing, never
+// split. Queries (Find, Count, FindPage) are not part of a transaction:
+// they read the table as committed, and a transaction that acts on what
+// one found reads those records with Get.
 //
 // Table.Load inserts a sequence of records many to a batch, each batch a
 // transaction (on a partitioned store, of one partition's records), the
 // load as a whole not atomic: a record the table holds as given counts as
 // present, so a load run again finishes what one that stopped began, and
 // a record that cannot be inserted is refused with its position and why
-// (LoadOptions.OnRefused: stop, or skip and report).
+// (LoadOptions.OnRefused: stop, or skip and report). Load encodes and
+// plans each batch while the store applies the one before, so it keeps
+// two cores busy.
 //
 // # The catalog and an index's lifecycle
 //

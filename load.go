@@ -33,7 +33,8 @@ type LoadOptions struct {
 	// Load halves a batch the store cannot apply.
 	BatchRecords int
 	// Progress, if not nil, is called after each batch with the counts so
-	// far.
+	// far, on Load's goroutine, while the next batch may be applying; it
+	// may call the table.
 	Progress func(LoadProgress)
 }
 

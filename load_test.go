@@ -1070,7 +1070,8 @@ func TestLoadRacesUniqueWriters(t *testing.T) {
 
 // TestLoadStoreClosed: a store closed while a load runs (by its
 // Progress, or by another goroutine) ends the load with ErrClosed, its
-// counts those of the batches that committed before.
+// counts those of the batches that committed before, the batch applying
+// while Progress ran included.
 func TestLoadStoreClosed(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range raceStores {
@@ -1085,7 +1086,10 @@ func TestLoadStoreClosed(t *testing.T) {
 				}
 			}})
 			require.ErrorIs(t, err, it.ErrClosed)
-			require.Equal(t, inserted, rep.Inserted, "no batch commits after the close")
+			// Progress runs while the next batch applies, which may commit
+			// before the close; none after it does.
+			require.GreaterOrEqual(t, rep.Inserted, inserted)
+			require.LessOrEqual(t, rep.Inserted, inserted+10, "a batch committed after the close")
 			require.Less(t, rep.Read, 300)
 		})
 		t.Run(mode.name+", racing", func(t *testing.T) {
