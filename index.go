@@ -382,6 +382,7 @@ type indexView struct {
 	sync       []*indexTable // those a write keeps up to date in its own batch
 	queueing   bool          // writes queue changes for Eventual indexes
 	deleteOnly bool          // some maintained index is IndexDeleteOnly
+	keyFuncs   bool          // some index has a Key func, which a write shows its record
 	// stale, when set, refuses writes: it wraps ErrStaleSchema and names
 	// the indexes of the catalog this program cannot maintain.
 	stale   error
@@ -392,6 +393,7 @@ func newIndexView(indexes []*indexTable) *indexView {
 	v := &indexView{indexes: indexes}
 	for _, ix := range indexes {
 		v.deleteOnly = v.deleteOnly || ix.state == IndexDeleteOnly
+		v.keyFuncs = v.keyFuncs || ix.keyFunc != nil
 		switch {
 		case !ix.maintained():
 		case ix.eventual:

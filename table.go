@@ -256,13 +256,6 @@ func newTable[T any](store kv.Store, name string, codec Codec, rt reflect.Type) 
 // Name returns the table's name.
 func (t *Table[T]) Name() string { return t.name }
 
-// decodeKept decodes into rec a payload that stays unmodified for as long
-// as rec may live; a codec that can decodes strings that share its memory,
-// saving a copy.
-func (t *Table[T]) decodeKept(payload []byte, rec *T) error {
-	return t.decodeInto(payload, reflect.ValueOf(rec), true)
-}
-
 // decodeStored decodes into rec a payload read from the store: in place
 // when the store's values may be kept, else from a copy.
 func (t *Table[T]) decodeStored(payload []byte, rec *T) error {

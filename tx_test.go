@@ -1358,3 +1358,40 @@ func TestTxCommitRaces(t *testing.T) {
 		}
 	}
 }
+
+// TestTxKeyFuncKeepsItsRecord: the record that an index's Key func is
+// given, in a transaction or a load, stays as it was after the commit,
+// though the transaction's encoding, which the binary codec decodes in
+// place, is reused by later transactions.
+func TestTxKeyFuncKeepsItsRecord(t *testing.T) {
+	ctx := context.Background()
+	s := it.NewMemoryStore()
+	var seen []string // the Text of each record the Key func was given
+	byWord := it.Index[note]{Name: "word", Key: func(n note) []it.Tuple {
+		seen = append(seen, n.Text)
+		return []it.Tuple{{n.Text[:4]}}
+	}}
+	tbl, err := it.Open(ctx, s, it.Schema[note]{SchemaLease: countLease, Name: "notes", PrimaryKey: []string{"ID"},
+		Codec: &it.BinaryCodec{}, Indexes: []it.Index[note]{byWord}})
+	require.NoError(t, err)
+	var want []string
+	for i := range 30 { // each transaction may reuse the arena of the one before
+		n := note{ID: i, Text: fmt.Sprintf("note %02d of the test", i)}
+		require.NoError(t, it.Transact(ctx, s, func(tx *it.Tx) error {
+			_, err := tbl.In(tx).Insert(ctx, n)
+			return err
+		}))
+		want = append(want, n.Text)
+	}
+	_, err = tbl.Load(ctx, func(yield func(note) bool) {
+		for i := 30; i < 3000; i++ {
+			n := note{ID: i, Text: fmt.Sprintf("note %04d of the load", i)}
+			want = append(want, n.Text)
+			if !yield(n) {
+				return
+			}
+		}
+	}, it.LoadOptions{BatchRecords: 100})
+	require.NoError(t, err)
+	require.Equal(t, want, seen)
+}

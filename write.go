@@ -191,7 +191,9 @@ func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o w
 // its fact (see encodeRecord) and its entries in view's synchronous
 // indexes, those of delete-only indexes left out.
 func (t *Table[T]) encodeWrite(view *indexView, w *writeBuffers[T], a *arena, rec T) (factKey, fact []byte, es []entry, err error) {
-	factKey, fact, stored, err := t.encodeRecord(w, a, rec)
+	// A Key func may keep the record it is given: it must not share the
+	// arena's memory, which later transactions reuse.
+	factKey, fact, stored, err := t.encodeRecord(w, a, a == nil || !view.keyFuncs, rec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -207,11 +209,12 @@ func (t *Table[T]) encodeWrite(view *indexView, w *writeBuffers[T], a *arena, re
 	return factKey, fact, es, nil
 }
 
-// encodeRecord encodes rec in w's buffers. It returns its fact key, its
-// fact (binary.MaxVarintLen64 bytes of room for the version, then the
-// codec's payload), and the record decoded back from the payload, as the
-// store will hold it, whose primary key must be rec's.
-func (t *Table[T]) encodeRecord(w *writeBuffers[T], a *arena, rec T) (factKey, fact []byte, stored reflect.Value, err error) {
+// encodeRecord encodes rec in w's buffers, its fact from a. It returns its
+// fact key, its fact (binary.MaxVarintLen64 bytes of room for the version,
+// then the codec's payload), and the record decoded back from the
+// payload, as the store will hold it, whose primary key must be rec's:
+// decoded in place, sharing the fact's memory, when kept is set.
+func (t *Table[T]) encodeRecord(w *writeBuffers[T], a *arena, kept bool, rec T) (factKey, fact []byte, stored reflect.Value, err error) {
 	w.rec = rec
 	factKey, err = t.factKey(w.key[:0], reflect.ValueOf(&w.rec).Elem())
 	if err != nil {
@@ -222,7 +225,7 @@ func (t *Table[T]) encodeRecord(w *writeBuffers[T], a *arena, rec T) (factKey, f
 	if err != nil {
 		return nil, nil, stored, fmt.Errorf("table %q: encode record: %w", t.name, err)
 	}
-	if err := t.decodeKept(fact[binary.MaxVarintLen64:], &w.stored); err != nil {
+	if err := t.decodeInto(fact[binary.MaxVarintLen64:], reflect.ValueOf(&w.stored), kept); err != nil {
 		return nil, nil, stored, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
 	}
 	stored = reflect.ValueOf(&w.stored).Elem()
