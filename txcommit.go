@@ -96,7 +96,7 @@ func (tx *Tx) planChecked(ctx context.Context) (*preparedCommit, error) {
 	}
 	atom := tx.store.Atomicity()
 	if tx.setAside && bounded(atom) {
-		tx.planSize = [3]int{b.Len(), batchWrites(b), batchBytes(b)}
+		tx.planSize = [3]int{b.Len(), b.Writes(), b.Bytes()}
 	}
 	if err := atom.Allows(b); err != nil {
 		tx.oversized = tx.setAside
@@ -617,25 +617,4 @@ func nRecords(n int) string {
 		return "1 record"
 	}
 	return fmt.Sprintf("%d records", n)
-}
-
-// batchWrites returns the puts and deletes of b, which a store's MaxWrites
-// counts.
-func batchWrites(b *kv.Batch) int {
-	n := 0
-	for _, op := range b.Ops() {
-		if op.Kind == kv.OpPut || op.Kind == kv.OpDelete {
-			n++
-		}
-	}
-	return n
-}
-
-// batchBytes returns the bytes of b's keys and values.
-func batchBytes(b *kv.Batch) int {
-	n := 0
-	for _, op := range b.Ops() {
-		n += len(op.Key) + len(op.Value)
-	}
-	return n
 }

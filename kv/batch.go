@@ -92,6 +92,27 @@ func (b *Batch) Ops() []Op {
 // Len returns the number of operations.
 func (b *Batch) Len() int { return len(b.Ops()) }
 
+// Writes returns the number of puts and deletes (see Atomicity.MaxWrites).
+func (b *Batch) Writes() int {
+	n := 0
+	for _, op := range b.Ops() {
+		if op.IsWrite() {
+			n++
+		}
+	}
+	return n
+}
+
+// Bytes returns the bytes of the operations' keys and values (see
+// Atomicity.MaxBytes).
+func (b *Batch) Bytes() int {
+	n := 0
+	for _, op := range b.Ops() {
+		n += len(op.Key) + len(op.Value)
+	}
+	return n
+}
+
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() { b.ops = b.ops[:0] }
 

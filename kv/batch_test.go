@@ -173,3 +173,19 @@ func ExampleCheckBatch() {
 	// true 2
 	// true
 }
+
+// TestBatchSize: what Atomicity bounds a batch by, besides its Len.
+func TestBatchSize(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		b             *kv.Batch
+		writes, bytes int
+	}{
+		{"nil", nil, 0, 0},
+		{"each kind", kv.NewBatch(opExpect("a", "1"), opPut("a", "22"), opAbsent("bb"), opDelete("c")), 2, 8},
+		{"expectations alone", kv.NewBatch(opAbsent("a"), opExpect("b", "")), 0, 2},
+	} {
+		assert.Equal(t, tc.writes, tc.b.Writes(), tc.name)
+		assert.Equal(t, tc.bytes, tc.b.Bytes(), tc.name)
+	}
+}

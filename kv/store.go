@@ -182,22 +182,12 @@ func (a Atomicity) Allows(b *Batch) error {
 		return fmt.Errorf("%w: %d operations, atomicity scope allows %d", ErrInvalidBatch, len(ops), a.MaxOps)
 	}
 	if a.MaxWrites > 0 && len(ops) > a.MaxWrites {
-		writes := 0
-		for _, op := range ops {
-			if op.Kind == OpPut || op.Kind == OpDelete {
-				writes++
-			}
-		}
-		if writes > a.MaxWrites {
+		if writes := b.Writes(); writes > a.MaxWrites {
 			return fmt.Errorf("%w: %d puts and deletes, atomicity scope allows %d", ErrInvalidBatch, writes, a.MaxWrites)
 		}
 	}
 	if a.MaxBytes > 0 {
-		n := 0
-		for _, op := range ops {
-			n += len(op.Key) + len(op.Value)
-		}
-		if n > a.MaxBytes {
+		if n := b.Bytes(); n > a.MaxBytes {
 			return fmt.Errorf("%w: %d bytes, atomicity scope allows %d", ErrInvalidBatch, n, a.MaxBytes)
 		}
 	}
