@@ -137,18 +137,23 @@ func CheckExpectation(op Op, current []byte) error {
 func CheckBatch(b *Batch) error {
 	ops := b.Ops()
 	var room [64]int32
-	writes := room[:0] // the indexes of the writes in ops
+	writes := room[:0] // the indexes of the writes in ops, while they fit
+	n := 0
 	for i, op := range ops {
 		switch op.Kind {
 		case OpPut, OpDelete:
-			writes = append(writes, int32(i))
+			if n++; n <= len(room) {
+				writes = append(writes, int32(i))
+			}
 		case OpExpectValue, OpExpectAbsent:
 		default:
 			return fmt.Errorf("%w: operation %d has unknown kind %v", ErrInvalidBatch, i, op.Kind)
 		}
 	}
 	switch {
-	case len(writes) <= 8:
+	case n > len(room):
+		return checkKeysOnce(ops, n)
+	case n <= 8:
 		for j, w := range writes {
 			for _, prev := range writes[:j] {
 				if bytes.Equal(ops[prev].Key, ops[w].Key) {
@@ -156,32 +161,33 @@ func CheckBatch(b *Batch) error {
 				}
 			}
 		}
-	case len(writes) <= len(room):
+	default:
 		slices.SortFunc(writes, func(x, y int32) int { return bytes.Compare(ops[x].Key, ops[y].Key) })
 		for j := 1; j < len(writes); j++ {
 			if k := ops[writes[j]].Key; bytes.Equal(ops[writes[j-1]].Key, k) {
 				return errWrittenTwice(k)
 			}
 		}
-	default:
-		return checkKeysOnce(ops, writes)
 	}
 	return nil
 }
 
-// checkKeysOnce reports a key that two of writes, indexes in ops, write.
-func checkKeysOnce(ops []Op, writes []int32) error {
+// checkKeysOnce reports a key that two of the n writes of ops write.
+func checkKeysOnce(ops []Op, n int) error {
 	// The keys, unchanged while the map holds them, index it uncopied.
 	seen, _ := seenKeys.Get().(map[string]struct{})
 	if seen == nil {
-		seen = make(map[string]struct{}, len(writes))
+		seen = make(map[string]struct{}, n)
 	}
 	defer func() {
 		clear(seen) // it keeps no key
 		seenKeys.Put(seen)
 	}()
-	for _, w := range writes {
-		k := ops[w].Key
+	for _, op := range ops {
+		if !op.IsWrite() {
+			continue
+		}
+		k := op.Key
 		if _, dup := seen[unsafe.String(unsafe.SliceData(k), len(k))]; dup {
 			return errWrittenTwice(k)
 		}

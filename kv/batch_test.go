@@ -189,3 +189,17 @@ func TestBatchSize(t *testing.T) {
 		assert.Equal(t, tc.bytes, tc.b.Bytes(), tc.name)
 	}
 }
+
+// TestCheckBatchReusesMaps: checking batches of more than 64 writes, one
+// after another as a bulk load's, reuses the map that finds a key
+// written twice.
+func TestCheckBatchReusesMaps(t *testing.T) {
+	b := kv.NewBatch(opPuts(1000)...)
+	require.NoError(t, kv.CheckBatch(b))
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := kv.CheckBatch(b); err != nil {
+			panic(err)
+		}
+	})
+	require.Zero(t, allocs)
+}
