@@ -194,6 +194,9 @@ func TestBatchSize(t *testing.T) {
 // after another as a bulk load's, reuses the map that finds a key
 // written twice.
 func TestCheckBatchReusesMaps(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector drops pooled maps")
+	}
 	b := kv.NewBatch(opPuts(1000)...)
 	require.NoError(t, kv.CheckBatch(b))
 	allocs := testing.AllocsPerRun(100, func() {
