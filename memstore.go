@@ -30,6 +30,7 @@ type MemoryStore struct {
 	// on an unbounded store expects the one schema version key, which so
 	// costs no tree lookup.
 	expected memItem
+	undo     []memUndo // Apply's, kept for the next batch
 }
 
 // memItem is one stored pair: its key and value are the two parts of one
@@ -250,13 +251,20 @@ func (m *MemoryStore) walk(reverse bool, pivot []byte, visit func(memItem) bool)
 }
 
 // Apply applies b atomically. Under the write lock it checks every
-// expectation before writing anything; a failed expectation returns an error
-// wrapping ErrConflict that names the key, and nothing is applied.
+// expectation before any write can be seen; a failed expectation returns an
+// error wrapping ErrConflict that names the key, and nothing is applied.
+//
+// In a batch of up to memFuseOps operations, an expectation on a key the
+// batch writes is checked against what the write replaces, so that an
+// insert (which expects its record absent) or an update (which expects the
+// record it read) finds the record's key in the tree once, not twice; a
+// failed one undoes the writes made before it, still under the lock.
 func (m *MemoryStore) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := memCtxErr(ctx); err != nil {
 		return err
 	}
-	for _, op := range b.Ops() {
+	ops := b.Ops()
+	for _, op := range ops {
 		if uint64(len(op.Key)) >= memMaxLen || uint64(len(op.Value)) >= memMaxLen {
 			return fmt.Errorf("%w: memory store: a key or value of %d bytes (at most 4 GiB - 2)", ErrInvalidBatch, max(len(op.Key), len(op.Value)))
 		}
@@ -264,40 +272,108 @@ func (m *MemoryStore) Apply(ctx context.Context, b *kv.Batch) error {
 	if err := kv.CheckBatch(b); err != nil {
 		return err
 	}
+	fuse := len(ops) <= memFuseOps
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.tree == nil {
 		return errMemClosed
 	}
-	for _, op := range b.Ops() {
-		if op.IsWrite() {
+	for _, op := range ops {
+		if op.IsWrite() || fuse && writes(ops, op.Key) {
 			continue
 		}
-		it := m.expected
-		if it.p == nil || !bytes.Equal(op.Key, it.key()) {
-			it, _ = m.tree.Get(memKey(op.Key)) // its value is nil when absent
-			if it.p != nil {
-				m.expected = it
-			}
-		}
-		if err := kv.CheckExpectation(op, it.value()); err != nil {
+		if err := kv.CheckExpectation(op, m.current(op.Key).value()); err != nil {
 			return fmt.Errorf("memory store: %w", err)
 		}
 	}
-	for _, op := range b.Ops() {
-		if m.expected.p != nil && op.IsWrite() && bytes.Equal(op.Key, m.expected.key()) {
+	undo := m.undo[:0]
+	defer func() { m.undo = undo[:0] }()
+	for _, op := range ops {
+		if !op.IsWrite() {
+			continue
+		}
+		if m.expected.p != nil && bytes.Equal(op.Key, m.expected.key()) {
 			m.expected = memItem{}
 		}
-		switch op.Kind {
-		case kv.OpPut:
+		var old memItem
+		if op.Kind == kv.OpPut {
 			buf := make([]byte, max(len(op.Key)+len(op.Value), 1)) // p is never nil
 			copy(buf[copy(buf, op.Key):], op.Value)
-			m.tree.ReplaceOrInsert(memItem{p: &buf[0], klen: uint32(len(op.Key)), vlen: uint32(len(op.Value))})
-		case kv.OpDelete:
-			m.tree.Delete(memKey(op.Key))
+			old, _ = m.tree.ReplaceOrInsert(memItem{p: &buf[0], klen: uint32(len(op.Key)), vlen: uint32(len(op.Value))})
+		} else {
+			old, _ = m.tree.Delete(memKey(op.Key))
+		}
+		if !fuse {
+			continue
+		}
+		undo = append(undo, memUndo{key: op.Key, old: old})
+		if err := checkFused(ops, op.Key, old.value()); err != nil {
+			m.rollBack(undo)
+			clear(undo)
+			return fmt.Errorf("memory store: %w", err)
+		}
+	}
+	clear(undo) // drop references to stored data
+	return nil
+}
+
+// memFuseOps is the most operations of a batch whose expectations Apply
+// checks at the writes of their keys (see Apply): finding them is a scan
+// of the batch for each expectation.
+const memFuseOps = 16
+
+// memUndo is what a write of a batch replaced: old (p nil: nothing) at key.
+type memUndo struct {
+	key []byte
+	old memItem
+}
+
+// writes reports whether ops put or delete key.
+func writes(ops []kv.Op, key []byte) bool {
+	for _, op := range ops {
+		if op.IsWrite() && bytes.Equal(op.Key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFused checks the expectations of ops on key, which a write found
+// holding current (nil: absent).
+func checkFused(ops []kv.Op, key, current []byte) error {
+	for _, op := range ops {
+		if !op.IsWrite() && bytes.Equal(op.Key, key) {
+			if err := kv.CheckExpectation(op, current); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// current returns the stored item at key (p nil: none), from the item an
+// expectation last read when it is key's.
+func (m *MemoryStore) current(key []byte) memItem {
+	if it := m.expected; it.p != nil && bytes.Equal(key, it.key()) {
+		return it
+	}
+	it, _ := m.tree.Get(memKey(key))
+	if it.p != nil {
+		m.expected = it
+	}
+	return it
+}
+
+// rollBack undoes the writes of undo, the last first.
+func (m *MemoryStore) rollBack(undo []memUndo) {
+	m.expected = memItem{}
+	for i := len(undo) - 1; i >= 0; i-- {
+		if u := undo[i]; u.old.p != nil {
+			m.tree.ReplaceOrInsert(u.old)
+		} else {
+			m.tree.Delete(memKey(u.key))
+		}
+	}
 }
 
 // StableValues returns true: Apply copies what it stores into memory that
