@@ -50,16 +50,18 @@ BENCHSTAMP = echo "date: $$(date -u +%Y-%m-%dT%H:%MZ)" && echo "go: $$($(GO) env
 benchrun = mkdir -p $(BENCHRAW) && ($(BENCHSTAMP) && $(2)) > $(BENCHRAW)/$(1).tmp && \
 	mv $(BENCHRAW)/$(1).tmp $(BENCHRAW)/$(1).txt && $(MAKE) --no-print-directory bench-results
 
-# Every codec and strategy at 100,000 records, with the google/btree floor in the same
-# run (BENCHTIME operations each, BENCHCOUNT times; about 3 minutes), then inserts with and
-# without the schema version condition, in turns: 50 rounds (the benchmark's own, hence
-# -count=1) of 2,000 inserts into each of two tables, which grow as much as BenchmarkTable's
-# (about 15 seconds), then two-record transactions against single writes (BENCHTIME
-# iterations of each, BENCHCOUNT times; about 10 seconds), then bulk loads of the 100,000
-# customers against the floor's, one load an op, 10 times (about 30 seconds):
-# bench/raw/table.txt.
+# Every codec and strategy at 100,000 records, with the google/btree floor and the keys-only
+# floor in the same run (BENCHTIME operations each, BENCHCOUNT times; about 3 minutes), then
+# inserts and updates with 0 to 4 indexes of each strategy against the floor with as many
+# (10,000 operations each, 5 times; about 15 seconds), then inserts with and without the schema
+# version condition, in turns: 50 rounds (the benchmark's own, hence -count=1) of 2,000 inserts
+# into each of two tables, which grow as much as BenchmarkTable's (about 15 seconds), then
+# two-record transactions against single writes (BENCHTIME iterations of each, BENCHCOUNT
+# times; about 10 seconds), then bulk loads of the 100,000 customers against the floor's, one
+# load an op, 10 times (about 30 seconds): bench/raw/table.txt.
 bench:
 	$(call benchrun,table,$(GO) test -run='^$$' -bench='^Benchmark(Table|Floor)$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) . && \
+		$(GO) test -run='^$$' -bench='^BenchmarkIndexes$$' -benchmem -benchtime=10000x -count=5 . && \
 		$(GO) test -run='^$$' -bench='^BenchmarkVersionCondition$$' -benchmem -benchtime=2000x -count=1 . && \
 		$(GO) test -run='^$$' -bench='^BenchmarkTx$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) . && \
 		$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchmem -benchtime=1x -count=10 .)
@@ -98,9 +100,10 @@ bench-azurite-cost:
 bench-sharded:
 	$(call benchrun,sharded,$(GO) test -run='^$$' -bench='^Benchmark(Sharded|ShardOf)$$' -benchmem -benchtime=10000x -count=5 .)
 
-# This library against go-memdb, buntdb and google/btree by hand (the floor), one workload
-# of 100,000 customers, in one run, then the scaling run at 10,000 to 1,000,000 (about 6
-# minutes): bench/raw/compare.txt.
+# This library against go-memdb, buntdb and google/btree by hand (the floor, and the keys-only
+# floor, whose indexes hold keys only), one workload of 100,000 customers, in one run, then the
+# scaling run at 10,000 to 1,000,000 (about 6 minutes): bench/raw/compare.txt. Its heap bytes
+# per record compare with bench/raw/baseline's run, before the work on issue 22.
 bench-compare:
 	$(call benchrun,compare,cd bench && $(GO) test -run='^$$' -bench=Compare -benchmem -benchtime=20000x -count=5 . && \
 		$(GO) test -run='^$$' -bench=Scaling -count=3 .)

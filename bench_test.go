@@ -15,7 +15,8 @@ import (
 // The benchmarks load benchRecords customers into a table with two indexes,
 // a composite (Town, LastName) and a LastName index, both of one strategy,
 // and time the operations of the Index Table pattern against the floor: the
-// same workload kept by hand in google/btree trees. Reads run first, on the
+// same workload kept by hand in google/btree trees (floor), whose reads the
+// keys-only floor repeats with keys-only indexes. Reads run first, on the
 // loaded data; updates and inserts last. A fixed number of operations keeps
 // the table near its loaded size. Compare within one run:
 //
@@ -204,6 +205,102 @@ func (f *floor) upsert(c Customer) {
 	f.lastName.ReplaceOrInsert(rec)
 }
 
+// keysOnlyFloor keeps the table by hand as a keys-only index keeps it: a
+// primary B-tree of records and two secondary B-trees that hold only their
+// key and the ID, so that a read takes each entry, gets its record from the
+// primary tree (a second hop) and copies it out. It is the floor of the
+// keys-only and partial reads.
+type keysOnlyFloor struct {
+	primary  *btree.BTreeG[*Customer]
+	townName *btree.BTreeG[townKey] // ordered by Town, LastName, ID
+	lastName *btree.BTreeG[lastKey] // ordered by LastName, ID
+	pivot    Customer               // the primary tree's search key, reused
+}
+
+// townKey and lastKey are the entries of keysOnlyFloor's secondary trees.
+type (
+	townKey struct{ town, lastName, id string }
+	lastKey struct{ lastName, id string }
+)
+
+func newKeysOnlyFloor() *keysOnlyFloor {
+	return &keysOnlyFloor{
+		primary: btree.NewG(32, func(a, b *Customer) bool { return a.ID < b.ID }),
+		townName: btree.NewG(32, func(a, b townKey) bool {
+			return cmp.Or(cmp.Compare(a.town, b.town), cmp.Compare(a.lastName, b.lastName), cmp.Compare(a.id, b.id)) < 0
+		}),
+		lastName: btree.NewG(32, func(a, b lastKey) bool {
+			return cmp.Or(cmp.Compare(a.lastName, b.lastName), cmp.Compare(a.id, b.id)) < 0
+		}),
+	}
+}
+
+func (f *keysOnlyFloor) upsert(c Customer) {
+	rec := &c
+	if old, ok := f.primary.ReplaceOrInsert(rec); ok {
+		f.townName.Delete(townKey{old.Town, old.LastName, old.ID})
+		f.lastName.Delete(lastKey{old.LastName, old.ID})
+	}
+	f.townName.ReplaceOrInsert(townKey{c.Town, c.LastName, c.ID})
+	f.lastName.ReplaceOrInsert(lastKey{c.LastName, c.ID})
+}
+
+// record returns the record with id: the second hop of a keys-only read.
+func (f *keysOnlyFloor) record(b *testing.B, id string) *Customer {
+	f.pivot.ID = id
+	r, ok := f.primary.Get(&f.pivot)
+	if !ok {
+		b.Fatalf("entry of a missing record %s", id)
+	}
+	return r
+}
+
+// benchKeysOnlyFloor times the keys-only floor's lookup and range100, read
+// as BenchmarkFloor's are.
+func benchKeysOnlyFloor(b *testing.B) {
+	f := newKeysOnlyFloor()
+	base, towns := benchBase(), benchTownNames()
+	for _, c := range base {
+		f.upsert(c)
+	}
+	b.Run("lookup-keys-only", func(b *testing.B) {
+		b.ReportAllocs()
+		var out []Customer
+		for i := range b.N {
+			c := base[i%benchRecords]
+			out = out[:0]
+			f.townName.AscendGreaterOrEqual(townKey{c.Town, c.LastName, ""}, func(k townKey) bool {
+				if k.town != c.Town || k.lastName != c.LastName {
+					return false
+				}
+				out = append(out, *f.record(b, k.id))
+				return true
+			})
+		}
+	})
+	b.Run("range100-keys-only", func(b *testing.B) {
+		b.ReportAllocs()
+		out := make([]Customer, 0, 100)
+		for i := range b.N {
+			town := towns[i%benchTowns]
+			out = out[:0]
+			f.townName.AscendGreaterOrEqual(townKey{town: town}, func(k townKey) bool {
+				if k.town != town || len(out) == 100 {
+					return false
+				}
+				out = append(out, *f.record(b, k.id))
+				return true
+			})
+			if len(out) != 100 {
+				b.Fatalf("range read %d records", len(out))
+			}
+		}
+	})
+}
+
+// BenchmarkFloor times the workload of BenchmarkTable on the floor, and
+// then the reads of the keys-only floor (lookup-keys-only and
+// range100-keys-only), which keys-only and partial reads compare with.
 func BenchmarkFloor(b *testing.B) {
 	f := newFloor()
 	base, towns := benchBase(), benchTownNames()
@@ -268,4 +365,5 @@ func BenchmarkFloor(b *testing.B) {
 			f.upsert(fresh())
 		}
 	})
+	benchKeysOnlyFloor(b)
 }

@@ -15,13 +15,15 @@ import (
 // operations are timed.
 const benchRecords = 100_000
 
-// compared are the Systems of BenchmarkCompare, the floor first.
+// compared are the Systems of BenchmarkCompare, the floor first and the
+// keys-only floor (what keys-only and partial reads compare with) next.
 var compared = []struct {
 	name string
 	open func(b *testing.B) (System, error)
 	heap bool // keeps its data on the Go heap: report bytes per record
 }{
 	{"floor", func(*testing.B) (System, error) { return NewFloor() }, true},
+	{"floor-keys-only", func(*testing.B) (System, error) { return NewKeysOnlyFloor() }, true},
 	{"indextable-full-copy", memoryTable(indextable.FullCopy), true},
 	{"indextable-keys-only", memoryTable(indextable.KeysOnly), true},
 	{"indextable-partial", memoryTable(indextable.Partial), true},

@@ -15,9 +15,10 @@ import (
 // systems are the Systems TestPeersAgree checks against its reference
 // model, by name.
 var systems = map[string]func() (System, error){
-	"floor":  NewFloor,
-	"memdb":  NewMemDB,
-	"buntdb": NewBuntDB,
+	"floor":           NewFloor,
+	"floor-keys-only": NewKeysOnlyFloor,
+	"memdb":           NewMemDB,
+	"buntdb":          NewBuntDB,
 	"indextable-full-copy": func() (System, error) {
 		return NewIndexTable(indextable.NewMemoryStore(), indextable.FullCopy)
 	},

@@ -1,7 +1,8 @@
 // Package bench compares indextable with the Go libraries its users would
 // otherwise pick, on one workload: customers with a composite Town, LastName
 // index and a LastName index. Each System keeps that workload its own way;
-// the floor keeps it by hand in google/btree trees.
+// the floor keeps it by hand in google/btree trees, and the keys-only floor
+// the same with indexes that hold keys only.
 //
 // It is a module of its own, so that the library's go.mod never requires
 // the peers. Run it with make bench-compare at the repository's top.

@@ -116,3 +116,12 @@ func atMost(what string, a, b, limit float64) []target {
 	x := a / b
 	return []target{{what, fmt.Sprintf("%.2fx", x), x <= limit}}
 }
+
+// faster is the target that a be less than b, as a ratio; none when either
+// is 0.
+func faster(what string, a, b float64) []target {
+	if b == 0 || a == 0 {
+		return nil
+	}
+	return []target{{what, fmt.Sprintf("%.2fx", a/b), a < b}}
+}

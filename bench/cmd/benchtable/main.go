@@ -13,6 +13,8 @@
 // bench-azurite) and sharded.txt (make bench-sharded). A target rewrites its
 // own file and runs this command, so the other sections stay as last
 // measured. A section whose file is missing says which target makes it.
+// Besides, bench/raw/baseline holds earlier runs, copied unchanged from the
+// commit their name says, that a target compares with (heapBaseline).
 // Nothing in results.md is typed by hand: a test checks that it is what
 // this command makes of bench/raw.
 package main
@@ -78,6 +80,9 @@ func render(dir string) ([]byte, error) {
 		if len(r.order) == 0 {
 			return nil, fmt.Errorf("benchtable: %s: no benchmark results", s.file)
 		}
+		if r.before, err = readBefore(dir, s.before); err != nil {
+			return nil, err
+		}
 		found++
 		var sec bytes.Buffer
 		fmt.Fprintf(&sec, "`%s`: %s.\n\n%s\n", s.target, r.stamp(), s.about)
@@ -94,6 +99,26 @@ func render(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("benchtable: no raw benchmark output in %s", dir)
 	}
 	return b.Bytes(), nil
+}
+
+// readBefore parses the raw file name under dir, an earlier run a section
+// compares with: nil if name is empty or the file does not exist.
+func readBefore(dir, name string) (*run, error) {
+	if name == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("benchtable: %s: %w", name, err)
+	}
+	return r, nil
 }
 
 const header = `# Benchmark results

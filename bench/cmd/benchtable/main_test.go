@@ -46,10 +46,21 @@ BenchmarkCompare/floor/lookup-2         	   20000	       100.0 ns/op	       0 B/
 BenchmarkCompare/floor/lookup-2         	   20000	       200.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkCompare/floor/get-2            	   20000	       100.0 ns/op	       250.0 heap-bytes/record	       0 B/op	       0 allocs/op
 BenchmarkCompare/floor/insert-2         	   20000	      1000 ns/op
+BenchmarkCompare/floor/update-2         	   20000	      2000 ns/op
+BenchmarkCompare/floor/range100-2       	   20000	      2000 ns/op
+BenchmarkCompare/floor-keys-only/lookup-2       	   20000	      400.0 ns/op
+BenchmarkCompare/floor-keys-only/range100-2     	   20000	      40000 ns/op
+BenchmarkCompare/indextable-full-copy/lookup-2 	   20000	      300.0 ns/op
+BenchmarkCompare/indextable-full-copy/range100-2 	   20000	      5000 ns/op
+BenchmarkCompare/indextable-full-copy/get-2    	   20000	      140.0 ns/op	       500.0 heap-bytes/record
 BenchmarkCompare/indextable-keys-only/lookup-2 	   20000	      500.0 ns/op
+BenchmarkCompare/indextable-keys-only/range100-2 	   20000	      50000 ns/op
 BenchmarkCompare/indextable-keys-only/get-2    	   20000	      150.0 ns/op	       600.0 heap-bytes/record
 BenchmarkCompare/indextable-keys-only/insert-2 	   20000	      1500 ns/op
+BenchmarkCompare/indextable-keys-only/update-2 	   20000	      5000 ns/op
+BenchmarkCompare/indextable-partial/range100-2 	   20000	      60000 ns/op
 BenchmarkCompare/go-memdb/lookup-2      	   20000	      400.0 ns/op
+BenchmarkCompare/go-memdb/range100-2    	   20000	      4000 ns/op
 BenchmarkCompare/go-memdb/insert-2      	   20000	      3000 ns/op
 BenchmarkScaling/10000/get-2   100  100 ns/op
 BenchmarkScaling/10000/lookup-2   100  200 ns/op
@@ -67,17 +78,47 @@ func TestCompare(t *testing.T) {
 	require.NoError(t, writeCompare(&out, r))
 	got := out.String()
 	for _, want := range []string{
-		"| floor | 1.00 µs | – | 200 ns | – | 100 ns | 250 |",
-		"| indextable-keys-only | 1.50 µs (1.50x) | – | 500 ns (2.50x) | – | 150 ns (1.50x) | 600 (2.40x) |",
-		"- indextable-keys-only faster than go-memdb: **missed** (slower at lookup 1.25x)",
-		"- indextable-keys-only insert at most 2x the floor: met (1.50x)",
-		"- indextable-keys-only bytes per record at most 2x the floor: **missed** (2.40x)",
+		"| floor | 1.00 µs | 2.00 µs | 200 ns | 2.00 µs | 100 ns | 250 |",
+		"| floor-keys-only | – | – | 400 ns (2.00x) | 40.00 µs (20.00x) | – | n/a (off-heap) |",
+		"| indextable-keys-only | 1.50 µs (1.50x) | 5.00 µs (2.50x) | 500 ns (2.50x; 1.25x keys-only floor) | " +
+			"50.00 µs (25.00x; 1.25x keys-only floor) | 150 ns (1.50x) | 600 (2.40x) |",
+		"| indextable-full-copy | – | – | 300 ns (1.50x) | 5.00 µs (2.50x) | 140 ns (1.40x) | 500 (2.00x) |",
+		"- indextable-keys-only faster than go-memdb: **missed** (slower at lookup 1.25x, range100 12.50x)",
+		"- indextable-keys-only insert at most 2x the floor: met (1.50x)\n" +
+			"- indextable-keys-only update at most 2x the floor: **missed** (2.50x)\n" +
+			"- indextable-keys-only get at most 1.5x the floor: met (1.50x)\n" +
+			"- indextable-keys-only range100 at most 1.3x the keys-only floor: met (1.25x)\n" +
+			"- indextable-keys-only bytes per record at most 2x the floor: **missed** (2.40x)\n",
+		"- indextable-partial range100 at most 1.3x the keys-only floor: **missed** (1.50x)",
+		"- indextable-full-copy range100 faster than go-memdb: **missed** (1.25x)\n" +
+			"- indextable-full-copy lookup faster than go-memdb: met (0.75x)\n",
+		"- indextable-full-copy get at most 1.5x the floor: met (1.40x)\n" +
+			"- indextable-full-copy lookup at most 1.5x the floor: met (1.50x)\n" +
+			"- indextable-full-copy range100 at most 1.5x the floor: **missed** (2.50x)\n",
 		"| get | 100 ns | 150 ns (x1.50) |",
 		"| lookup speedup over the scan | 100x | 1000x |",
 	} {
 		require.Contains(t, got, want)
 	}
 	require.NotContains(t, got, "buntdb", "a system that did not run has no target")
+	require.NotContains(t, got, "floor-keys-only insert", "the floors have no target")
+	require.NotContains(t, got, "no more than at", "no baseline run, no target against it")
+
+	// Against the heap bytes per record of the baseline run: no more.
+	r.before = mustParse(t, `BenchmarkCompare/indextable-full-copy/get-2  20000  140.0 ns/op  500.0 heap-bytes/record
+BenchmarkCompare/indextable-keys-only/get-2  20000  150.0 ns/op  599.9 heap-bytes/record
+`)
+	out.Reset()
+	require.NoError(t, writeCompare(&out, r))
+	got = out.String()
+	for _, want := range []string{
+		"| 150 ns (1.50x) | 600 (2.40x; 1.00x at 59b3bc3) |",
+		"| 140 ns (1.40x) | 500 (2.00x; 1.00x at 59b3bc3) |",
+		"- indextable-keys-only heap bytes per record no more than at 59b3bc3: **missed** (600.0, against 599.9)",
+		"- indextable-full-copy heap bytes per record no more than at 59b3bc3: met (500.0, against 500.0)",
+	} {
+		require.Contains(t, got, want)
+	}
 }
 
 func TestTable(t *testing.T) {
@@ -97,6 +138,41 @@ BenchmarkFloor/get-2  10  100 ns/op
 	require.Contains(t, got, "- binary/partial insert at most 2x the floor: **missed** (3.00x)")
 	require.NotContains(t, got, "- json/", "the targets are the binary codec's")
 	require.NotContains(t, got, "version condition", "no BenchmarkVersionCondition results, no row")
+	require.NotContains(t, got, "keys-only floor", "no keys-only floor results, no row, ratio or target")
+
+	// The keys-only floor: its row, the normalized reads' ratios to it, and
+	// their targets; updates and gets against the floor for every strategy.
+	r = mustParse(t, `BenchmarkTable/binary/full-copy/range100-2  10  300 ns/op
+BenchmarkTable/binary/full-copy/get-2  10  140 ns/op
+BenchmarkTable/binary/keys-only/update-moving-key-2  10  500 ns/op
+BenchmarkTable/binary/keys-only/lookup-2  10  300 ns/op
+BenchmarkTable/binary/keys-only/range100-2  10  5000 ns/op
+BenchmarkTable/binary/keys-only/get-2  10  160 ns/op
+BenchmarkTable/json/keys-only/range100-2  10  9000 ns/op
+BenchmarkFloor/lookup-2  10  100 ns/op
+BenchmarkFloor/range100-2  10  100 ns/op
+BenchmarkFloor/get-2  10  100 ns/op
+BenchmarkFloor/update-moving-key-2  10  200 ns/op
+BenchmarkFloor/lookup-keys-only-2  10  200 ns/op
+BenchmarkFloor/range100-keys-only-2  10  4000 ns/op
+`)
+	out.Reset()
+	require.NoError(t, writeTable(&out, r))
+	got = out.String()
+	for _, want := range []string{
+		"| google/btree by hand, keys only (keys-only floor) | – | – | 200 ns (2.00x) | 4.00 µs (40.00x) | – | – |",
+		"| binary / full-copy | – | – | – | 300 ns (3.00x) | – | 140 ns (1.40x) |",
+		"| binary / keys-only | – | 500 ns (2.50x) | 300 ns (3.00x; 1.50x keys-only floor) | 5.00 µs (50.00x; 1.25x keys-only floor) | – | 160 ns (1.60x) |",
+		"| json / keys-only | – | – | – | 9.00 µs (90.00x; 2.25x keys-only floor) | – | – |",
+		"- binary/full-copy get at most 1.5x the floor: met (1.40x)",
+		"- binary/keys-only update-moving-key at most 2x the floor: **missed** (2.50x)\n" +
+			"- binary/keys-only get at most 1.5x the floor: **missed** (1.60x)\n" +
+			"- binary/keys-only range100 at most 1.3x the keys-only floor: met (1.25x)\n" +
+			"- binary/keys-only lookup at most 2.5x the floor: **missed** (3.00x)\n",
+	} {
+		require.Contains(t, got, want)
+	}
+	require.NotContains(t, got, "full-copy range100 at most 1.3x", "a full-copy read has no keys-only floor")
 
 	// The version condition: each condition's runs pooled over the rounds.
 	r = mustParse(t, `BenchmarkTable/binary/keys-only/insert-2  10  300 ns/op
@@ -132,6 +208,49 @@ BenchmarkVersionCondition/condition=without-2  10  1000 ns/op
 	got = out.String()
 	require.Contains(t, got, "one after the other in the same run; medians of 2 runs with, 1 without:")
 	require.Contains(t, got, "- the schema version condition at most 10% of an insert without it: met (+10.0%)")
+}
+
+// TestIndexes: inserts and updates with 0 to k indexes, each against the
+// floor with as many, and what the last index adds over one fewer; a
+// strategy's first index adds to the table without index (fact-only).
+func TestIndexes(t *testing.T) {
+	r := mustParse(t, `BenchmarkFloor/get-2  10  100 ns/op
+BenchmarkIndexes/k=0/floor/update-moving-key-2  10  200 ns/op
+BenchmarkIndexes/k=0/floor/insert-2  10  200 ns/op
+BenchmarkIndexes/k=0/fact-only/update-moving-key-2  10  1000 ns/op
+BenchmarkIndexes/k=0/fact-only/insert-2  10  800 ns/op
+BenchmarkIndexes/k=1/floor/update-moving-key-2  10  1000 ns/op
+BenchmarkIndexes/k=1/floor/insert-2  10  500 ns/op
+BenchmarkIndexes/k=1/floor/insert-2  10  700 ns/op
+BenchmarkIndexes/k=1/keys-only/update-moving-key-2  10  1500 ns/op
+BenchmarkIndexes/k=1/keys-only/insert-2  10  1500 ns/op
+BenchmarkIndexes/k=1/partial/insert-2  10  1600 ns/op
+BenchmarkIndexes/k=2/floor/update-moving-key-2  10  1600 ns/op
+BenchmarkIndexes/k=2/floor/insert-2  10  1000 ns/op
+BenchmarkIndexes/k=2/keys-only/update-moving-key-2  10  1400 ns/op
+BenchmarkIndexes/k=2/keys-only/insert-2  10  2500 ns/op
+`)
+	var out strings.Builder
+	require.NoError(t, writeTable(&out, r))
+	got := out.String()
+	for _, want := range []string{
+		"tables of the 100,000 customers with 0 to 2 indexes",
+		"Medians of 1 runs:",
+		"| system | indexes | insert | the last index adds | update-moving-key | the last index adds |\n|---|---|---|---|---|---|\n" +
+			"| floor | 0 | 200 ns | – | 200 ns | – |\n" +
+			"| floor | 1 | 600 ns | +400 ns (+0.67x) | 1.00 µs | +800 ns (+1.33x) |\n" +
+			"| floor | 2 | 1.00 µs | +400 ns (+0.40x) | 1.60 µs | +600 ns (+0.60x) |\n" +
+			"| fact-only | 0 | 800 ns (4.00x) | – | 1.00 µs (5.00x) | – |\n" +
+			"| keys-only | 1 | 1.50 µs (2.50x) | +700 ns (+1.17x) | 1.50 µs (1.50x) | +500 ns (+0.83x) |\n" +
+			"| keys-only | 2 | 2.50 µs (2.50x) | +1.00 µs (+1.00x) | 1.40 µs (0.88x) | -100 ns (-0.10x) |\n" +
+			"| partial | 1 | 1.60 µs (2.67x) | +800 ns (+1.33x) | – | – |\n\n",
+	} {
+		require.Contains(t, got, want)
+	}
+
+	out.Reset()
+	require.NoError(t, writeTable(&out, mustParse(t, "BenchmarkFloor/get-2  10  100 ns/op\n")))
+	require.NotContains(t, out.String(), "the last index adds", "no BenchmarkIndexes results, no table")
 }
 
 // TestLoad: the core's bulk loads against the floor, each way's ratio to
@@ -334,6 +453,15 @@ func TestRenderMissing(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(doc), "`make bench-compare`: run d with unknown on linux/unknown, cpu: unknown.")
 	require.Contains(t, string(doc), "## Pebble\n\nNot measured yet: run `make bench-pebble`.")
+	require.NotContains(t, string(doc), "no more than at", "no baseline file, no target against it")
+
+	// The compare section reads the baseline run under the raw directory.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(heapBaseline)), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, heapBaseline),
+		[]byte("BenchmarkCompare/indextable-keys-only/get-2  20000  150.0 ns/op  700.0 heap-bytes/record\n"), 0o644))
+	doc, err = render(dir)
+	require.NoError(t, err)
+	require.Contains(t, string(doc), "- indextable-keys-only heap bytes per record no more than at 59b3bc3: met (600.0, against 700.0)")
 }
 
 // TestResultsUpToDate keeps bench/results.md what this command makes of

@@ -21,6 +21,9 @@ type run struct {
 	// config holds, by key (date, go, goos, goarch, cpu, pkg), the distinct
 	// values of the file's "key: value" lines, in order.
 	config map[string][]string
+	// before is the earlier run its section compares with (section.before),
+	// if the section names one and its file exists.
+	before *run
 }
 
 var (
