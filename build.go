@@ -40,7 +40,11 @@ type BuildProgress struct {
 // a build that an earlier call (in any process) left unfinished. A unique
 // index whose records do not have unique keys stays write-only, and Build
 // returns an error wrapping ErrUniqueViolation that names two of them; an
-// index that cannot be built does not keep Build from the others.
+// index that cannot be built does not keep Build from the others. Build's
+// reads are no snapshot: it reports a violation only once the records and
+// entries it was found in are confirmed as read at one instant, and reads
+// them again when a write overtook them (two records that swap their keys
+// in one transaction, say).
 //
 // On a store whose atomicity scope is a partition, a record's entries can
 // be written with it only when they lie in its partition (IntraPartition).
@@ -137,7 +141,6 @@ func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) erro
 		if err != nil || c.state != IndexWriteOnly {
 			return err
 		}
-		only := []*indexTable{ix}
 		if !bytes.Equal(stored, last) { // progress, maybe another Build's
 			last, conflicts = stored, 0
 		}
@@ -152,35 +155,22 @@ func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) erro
 		var b kv.Batch
 		b.ExpectValue(key, stored)
 		r := kv.ScanRange{Start: t.factSpace, End: tuple.End(t.factSpace), After: c.cursor, Limit: chunk}
-		n := 0
-		claimed := map[string][]byte{} // unique keys this chunk puts, and their records
-		for e, err := range t.store.Scan(ctx, r) {
-			if err != nil {
-				return err
-			}
-			n++
-			factKey, fact := bytes.Clone(e.Key), bytes.Clone(e.Value)
-			c.cursor = factKey
-			b.ExpectValue(factKey, fact)
-			pk := factKey[len(t.factSpace):]
-			entries, err := t.factEntries(only, fact, pk)
-			if err != nil {
-				return err
-			}
-			for _, en := range entries {
-				if ix.unique {
-					if err := t.claimUnique(ctx, &b, claimed, en, pk); err != nil {
-						return err
-					}
-				}
-				b.Put(en.key, en.value)
-			}
+		n, violation, err := t.readChunk(ctx, ix, r, &b, &c)
+		if err != nil {
+			return err
 		}
-		c.done += int64(n)
-		if n == 0 {
-			c.state = IndexReadable
+		if violation != nil {
+			// The scan is no snapshot: the violation stands only if what
+			// it was read from holds at one instant, which b, stripped of
+			// its writes, checks.
+			b = *expectations(&b)
+		} else {
+			c.done += int64(n)
+			if n == 0 {
+				c.state = IndexReadable
+			}
+			b.Put(key, c.encode())
 		}
-		b.Put(key, c.encode())
 		if err := t.store.Atomicity().Allows(&b); err != nil {
 			if chunk > 1 && n > 1 {
 				chunk = max(n/2, 1)
@@ -201,6 +191,9 @@ func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) erro
 		if err != nil {
 			return err
 		}
+		if violation != nil {
+			return violation
+		}
 		if chunk <= o.ChunkSize/2 { // doubled up to ChunkSize, which may be any int
 			chunk *= 2
 		} else {
@@ -210,6 +203,53 @@ func (t *Table[T]) build(ctx context.Context, name string, o *BuildOptions) erro
 			return nil
 		}
 	}
+}
+
+// readChunk reads the chunk r of the fact table into b, which indexes its
+// records in ix and expects them as read, and moves c's cursor to its last
+// record; it returns how many records it read. When two records of the
+// chunk, or one and another's entry in the store, have one key of a unique
+// index, it stops there and returns the violation, b then expecting
+// everything it was read from.
+func (t *Table[T]) readChunk(ctx context.Context, ix *indexTable, r kv.ScanRange, b *kv.Batch, c *catalogEntry) (n int, violation, err error) {
+	only := []*indexTable{ix}
+	claimed := map[string][]byte{} // unique keys this chunk puts, and their records
+	for e, err := range t.store.Scan(ctx, r) {
+		if err != nil {
+			return n, nil, err
+		}
+		n++
+		factKey, fact := bytes.Clone(e.Key), bytes.Clone(e.Value)
+		c.cursor = factKey
+		b.ExpectValue(factKey, fact)
+		pk := factKey[len(t.factSpace):]
+		entries, err := t.factEntries(only, fact, pk)
+		if err != nil {
+			return n, nil, err
+		}
+		for _, en := range entries {
+			if ix.unique {
+				if err := t.claimUnique(ctx, b, claimed, en, pk); errors.Is(err, ErrUniqueViolation) {
+					return n, err, nil
+				} else if err != nil {
+					return n, nil, err
+				}
+			}
+			b.Put(en.key, en.value)
+		}
+	}
+	return n, nil, nil
+}
+
+// expectations returns the expectations of b, without its writes.
+func expectations(b *kv.Batch) *kv.Batch {
+	var only []kv.Op
+	for _, op := range b.Ops() {
+		if !op.IsWrite() {
+			only = append(only, op)
+		}
+	}
+	return kv.NewBatch(only...)
 }
 
 // committed follows a chunk of the build of ix that committed c, the last
@@ -297,7 +337,8 @@ func (t *Table[T]) buildByRecord(ctx context.Context, name string, o *BuildOptio
 // under factKey as fact: its entries with the expectation that it is
 // unchanged, or, when they do not fit one batch with it, a change record
 // for the maintainer in their stead. It is empty when the record has no
-// entries.
+// entries. It returns an error wrapping ErrConflict when the record
+// changed since it was read as fact.
 func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fact []byte) (*kv.Batch, error) {
 	pk := factKey[len(t.factSpace):]
 	entries, err := t.factEntries([]*indexTable{ix}, fact, pk)
@@ -309,10 +350,14 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 	}
 	b := &kv.Batch{}
 	b.ExpectValue(factKey, fact)
+	var violation error
 	for _, en := range entries {
 		if ix.unique {
-			if err := guardUnique(ctx, t.store, b, en); err != nil {
-				return nil, err
+			if violation = claimKey(ctx, t.store, b, en); errors.Is(violation, ErrUniqueViolation) {
+				b = expectations(b) // what confirms it
+				break
+			} else if violation != nil {
+				return nil, violation
 			}
 		}
 		b.Put(en.key, en.value)
@@ -325,7 +370,34 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 		b.ExpectValue(factKey, fact)
 		t.enqueue(b, pk, ix.prefix, true, scopeIndex)
 	}
+	if violation != nil {
+		if err := t.confirmViolation(ctx, ix, b, violation); err != nil {
+			return nil, err
+		}
+		return &kv.Batch{}, nil // the catalog moved on: nothing to write
+	}
 	return b, nil
+}
+
+// confirmViolation returns violation, found in reads of a record and an
+// entry that are no snapshot, if it stands: if b, which expects them as
+// read and writes nothing, applies, and ix is still the generation the
+// catalog has, and not disabled, after it (the catalog lies in another
+// partition than the record). It returns the conflict when the record or
+// the entry changed, and nil when the catalog did: the build's commit of
+// its cursor, which expects the catalog as read, conflicts then.
+func (t *Table[T]) confirmViolation(ctx context.Context, ix *indexTable, b *kv.Batch, violation error) error {
+	if err := t.store.Apply(ctx, b); err != nil {
+		return err
+	}
+	now, c, _, err := t.readCatalog(ctx, ix.name)
+	switch {
+	case err != nil:
+		return err
+	case now.gen != ix.gen || c.state != IndexWriteOnly && c.state != IndexReadable:
+		return nil
+	}
+	return violation
 }
 
 // buildRecords indexes records in ix, the batches of consecutive records
@@ -359,6 +431,10 @@ func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []k
 	}
 	for _, rec := range records {
 		b, err := t.recordBatch(ctx, ix, rec.Key, rec.Value)
+		if errors.Is(err, ErrConflict) { // the record changed: read it anew
+			err = t.buildRecord(ctx, ix, rec.Key, rec.Value)
+			b = &kv.Batch{}
+		}
 		if err != nil {
 			return err
 		}
@@ -387,10 +463,12 @@ func (t *Table[T]) buildRecords(ctx context.Context, ix *indexTable, records []k
 func (t *Table[T]) buildRecord(ctx context.Context, ix *indexTable, factKey, fact []byte) error {
 	for attempt := 1; ; attempt++ {
 		b, err := t.recordBatch(ctx, ix, factKey, fact)
-		if err != nil || b.Len() == 0 {
-			return err
+		if err == nil {
+			if b.Len() == 0 {
+				return nil
+			}
+			err = t.applyHinted(ctx, b)
 		}
-		err = t.applyHinted(ctx, b)
 		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return err
 		}
@@ -406,7 +484,7 @@ func (t *Table[T]) buildRecord(ctx context.Context, ix *indexTable, factKey, fac
 
 // claimUnique adds to b the expectation that guards the unique entry en of
 // the record pk, or returns the violation when another record holds its
-// key, in the store or earlier in the chunk.
+// key, in the store or earlier in the chunk (whose records b expects).
 func (t *Table[T]) claimUnique(ctx context.Context, b *kv.Batch, claimed map[string][]byte, en entry, pk []byte) error {
 	if other, ok := claimed[string(en.key)]; ok {
 		k, _ := decodeTuple(en.key[len(en.ix.prefix):])
@@ -414,7 +492,27 @@ func (t *Table[T]) claimUnique(ctx context.Context, b *kv.Batch, claimed map[str
 			ErrUniqueViolation, en.ix.name, k, decodeForError(other), decodeForError(pk))
 	}
 	claimed[string(en.key)] = pk
-	return guardUnique(ctx, t.store, b, en)
+	return claimKey(ctx, t.store, b, en)
+}
+
+// claimKey is guardUnique for a build, whose reads are no snapshot: when
+// another record holds the key of en, it returns the violation having
+// added to b the expectation of the entry as held, with which b can
+// confirm it.
+func claimKey(ctx context.Context, s kv.Store, b *kv.Batch, en entry) error {
+	held, err := s.Get(ctx, en.key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b.ExpectAbsent(en.key)
+		return nil
+	case err != nil:
+		return err
+	}
+	b.ExpectValue(en.key, held)
+	if !sameOwner(en.ix, en.key, held, en.value) {
+		return uniqueViolation(en.ix, en.key, held)
+	}
+	return nil // a leftover entry of this very record
 }
 
 // countRange counts the keys of a space.

@@ -1,9 +1,11 @@
 package indextable_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -344,4 +346,149 @@ func TestBuildBetweenAnUpdatesReadAndCommit(t *testing.T) {
 	_, err = tbl.Insert(ctx, person{ID: 2, Email: "old"})
 	require.NoError(t, err, "nobody holds the old key")
 	require.Equal(t, []person{{ID: 1, Email: "new"}}, collect(t, tbl, it.Query{Index: "email", Eq: it.Tuple{"new"}}))
+}
+
+// steppedStore lands a write, once, at a precise point of a Build: its
+// scans of the fact table with a Limit (a build's chunks) read the range
+// one entry at a time, each anew, as a scan that is not a snapshot may,
+// and it runs hook after yielding the entry whose key at picks, or before
+// a Get of such a key.
+type steppedStore struct {
+	kv.Store
+	mu   sync.Mutex
+	at   func(key []byte) bool
+	hook func()
+}
+
+func (s *steppedStore) fire(key []byte) {
+	s.mu.Lock()
+	h := s.hook
+	if h != nil && s.at(key) {
+		s.hook = nil
+	} else {
+		h = nil
+	}
+	s.mu.Unlock()
+	if h != nil {
+		h()
+	}
+}
+
+func (s *steppedStore) Get(ctx context.Context, key []byte) ([]byte, error) {
+	s.fire(key)
+	return s.Store.Get(ctx, key)
+}
+
+func (s *steppedStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+	if sp, _ := space(r.Start); sp != kv.SpaceRecords || r.Limit == 0 || r.Reverse {
+		return s.Store.Scan(ctx, r)
+	}
+	return func(yield func(kv.Entry, error) bool) {
+		one := r
+		one.Limit = 1
+		for range r.Limit {
+			var got *kv.Entry
+			for e, err := range s.Store.Scan(ctx, one) {
+				if err != nil {
+					yield(kv.Entry{}, err)
+					return
+				}
+				got = &kv.Entry{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)}
+			}
+			if got == nil || !yield(*got, nil) {
+				return
+			}
+			s.fire(got.Key)
+			one.After = got.Key
+		}
+	}
+}
+
+// TestBuildReportsOnlyViolationsThatHold: Build reads records with scans
+// that are not snapshots, so a transaction that swaps two records' unique
+// keys can land between its reads of them, or between its read of a
+// record and of the entry at its key: it then sees one key twice, in the
+// chunk or in the store, though the records never held one key at once.
+// It must not report that (it did, and left the index write-only), and
+// must report a key that two records do hold, on a store of unbounded
+// atomicity (chunks) and on a partitioned one (record by record).
+func TestBuildReportsOnlyViolationsThatHold(t *testing.T) {
+	// The pick of the key of record 1, or of its entry at key 1@e.
+	record1 := func(key []byte) bool {
+		sp, tup := space(key)
+		return sp == kv.SpaceRecords && tup[len(tup)-1] == int64(1)
+	}
+	entry1 := func(key []byte) bool {
+		sp, tup := space(key)
+		return (sp == kv.SpaceIndex || sp == kv.SpaceIntra) && slices.Contains(tup, any("1@e"))
+	}
+	stores := []struct {
+		name string
+		wrap func(*it.MemoryStore) kv.Store
+	}{
+		{"chunks", func(m *it.MemoryStore) kv.Store { return m }},
+		{"by record", partitionedStore},
+	}
+	for _, c := range []struct {
+		name string
+		at   func(key []byte) bool
+		swap bool // records 1 and 2 swap keys; else 2 takes 1's too
+	}{
+		{"swap after record 1 is read", record1, true},
+		{"swap before its entry is read", entry1, true},
+		{"duplicate after record 1 is read", record1, false},
+		{"duplicate before its entry is read", entry1, false},
+	} {
+		for _, st := range stores {
+			t.Run(st.name+"/"+c.name, func(t *testing.T) {
+				ctx := context.Background()
+				s := &steppedStore{Store: st.wrap(it.NewMemoryStore()), at: c.at}
+				// The key leads with the partition, which a unique index
+				// needs on a partitioned store.
+				schema := it.Schema[person]{SchemaLease: testLease, Name: "people", PrimaryKey: []string{"Town", "ID"}}
+				plain, err := it.Open(ctx, s, schema)
+				require.NoError(t, err)
+				for id := 1; id <= 3; id++ {
+					_, err := plain.Insert(ctx, person{ID: id, Town: "T", Email: fmt.Sprint(id, "@e")})
+					require.NoError(t, err)
+				}
+				schema.Indexes = []it.Index[person]{{Name: "email", Fields: []string{"Town", "Email"}, Unique: true, Strategy: it.KeysOnly}}
+				tbl, err := it.Open(ctx, s, schema)
+				require.NoError(t, err)
+				s.hook = func() {
+					err := it.Transact(ctx, s, func(tx *it.Tx) error {
+						p := tbl.In(tx)
+						one, err := p.Get(ctx, "T", 1)
+						if err != nil {
+							return err
+						}
+						two, err := p.Get(ctx, "T", 2)
+						if err != nil {
+							return err
+						}
+						if c.swap {
+							one.Email = two.Email
+							if _, err := p.Update(ctx, one); err != nil {
+								return err
+							}
+						}
+						two.Email = "1@e"
+						_, err = p.Update(ctx, two)
+						return err
+					})
+					require.NoError(t, err)
+				}
+				err = tbl.Build(ctx, it.BuildOptions{})
+				require.Nil(t, s.hook, "the write landed")
+				if !c.swap {
+					require.ErrorIs(t, err, it.ErrUniqueViolation)
+					require.Equal(t, it.IndexWriteOnly, statusOf(t, tbl)["email"].State)
+					return
+				}
+				require.NoError(t, err)
+				requireNoDrift(t, tbl)
+				require.Equal(t, []person{{ID: 2, Town: "T", Email: "1@e"}}, collect(t, tbl, it.Query{Index: "email", Eq: it.Tuple{"T", "1@e"}}))
+			})
+		}
+	}
 }
