@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -197,4 +198,64 @@ func increment(ctx context.Context, s *Store, k []byte, n, attempts int) error {
 		return fmt.Errorf("%d increments of %d in %d attempts", done, n, attempts)
 	}
 	return nil
+}
+
+// TestExpectAbsentEveryLevel: an expectation that a key is absent sees the
+// key wherever Pebble keeps it (the memtable, a flushed table, the last
+// level after a compaction, whose bloom filters it reads), and sees it
+// deleted when a tombstone hides it; a key that only starts another is
+// absent.
+func TestExpectAbsentEveryLevel(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		move    func(*testing.T, *Store) // where the key's value ends up
+		deleted bool                     // then delete it, in the memtable
+	}{
+		{"memtable", func(*testing.T, *Store) {}, false},
+		{"flushed", func(t *testing.T, s *Store) { require.NoError(t, s.DB().Flush()) }, false},
+		{"compacted", compactAll, false},
+		{"compacted, then deleted", compactAll, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(t.TempDir(), Options{NoSync: true})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Close()) }()
+			key := func(pk string) []byte {
+				k, err := kv.EncodeTuple("t", int64(kv.SpaceRecords), pk)
+				require.NoError(t, err)
+				return k
+			}
+			k, prefix := key("k"), key("p")
+			longer := append(slices.Clone(prefix), 'x')
+			var ops []kv.Op
+			for i := range 200 { // enough keys for a bloom filter to matter
+				ops = append(ops, kv.Op{Kind: kv.OpPut, Key: key(strconv.Itoa(i)), Value: []byte("v")})
+			}
+			ops = append(ops, kv.Op{Kind: kv.OpPut, Key: longer, Value: []byte("v")}, kv.Op{Kind: kv.OpPut, Key: k, Value: []byte("v")})
+			require.NoError(t, s.Apply(ctx, kv.NewBatch(ops...)))
+			tc.move(t, s)
+			if tc.deleted {
+				require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpDelete, Key: k})))
+			}
+			err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: k}))
+			if tc.deleted {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, kv.ErrConflict)
+			}
+			require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: key("absent")})))
+			require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: prefix})),
+				"only a longer key starts with it")
+		})
+	}
+}
+
+// compactAll flushes s's database and compacts it into its last level.
+func compactAll(t *testing.T, s *Store) {
+	db := s.DB()
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Compact(context.Background(), []byte{0}, []byte{0xff}, true))
+	m := db.Metrics()
+	require.Positive(t, m.Levels[6].TablesCount, "nothing in the last level")
 }
