@@ -179,6 +179,35 @@ func (c *binaryCompiler) compile(t reflect.Type) (encFn, decFn, error) {
 	return nil, nil, fmt.Errorf("%w: cannot encode values of type %s", ErrCodec, t)
 }
 
+// binaryExact reports whether every value of t decodes from its binary
+// encoding to an identical value, as the == operator compares them, with the
+// same bits: a struct of exported fields, all booleans, integers, float64s,
+// strings, or arrays and structs of those. A float32 is widened (a NaN's
+// bits may change); a time.Time loses its monotonic reading; pointers,
+// slices and maps may come back non-nil where they were nil, or the
+// reverse; unexported fields are not encoded.
+func binaryExact(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float64, reflect.String:
+		return true
+	case reflect.Array:
+		return binaryExact(t.Elem())
+	case reflect.Struct:
+		if t == timeType {
+			return false
+		}
+		for i := range t.NumField() {
+			if f := t.Field(i); !f.IsExported() || !binaryExact(f.Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // nested compiles t, a kind made of other types, with build, unless t is
 // being compiled already: a type that contains itself would compile
 // forever.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"sort"
 	"sync"
 	"unsafe"
 
@@ -136,7 +137,8 @@ func (m *MemoryStore) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) 
 func (m *MemoryStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, error] {
 	return func(yield func(kv.Entry, error) bool) {
 		// Chunks grow from memFirstChunk to memChunk entries, so a short scan
-		// (a point lookup through an index) costs little.
+		// (a point lookup through an index) costs little; a scan with a Limit
+		// starts with a chunk of that many, up to memChunk.
 		pooled, _ := m.chunks.Get().(*[]memItem)
 		if pooled == nil {
 			pooled = new([]memItem)
@@ -146,6 +148,10 @@ func (m *MemoryStore) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Ent
 		chunk := *pooled
 		defer clear(chunk[:cap(chunk)]) // drop references to stored data
 		after, left, n := r.After, r.Limit, memFirstChunk
+		if r.Limit > 0 {
+			// The caller said how many entries it needs: no guess to make.
+			n = min(r.Limit, memChunk)
+		}
 		for {
 			if err := memCtxErr(ctx); err != nil {
 				yield(kv.Entry{}, err)
@@ -194,6 +200,10 @@ func (m *MemoryStore) scanChunk(r kv.ScanRange, after []byte, dst []memItem, n i
 			pivot, skip = after, true
 		}
 	}
+	// The walk collects n entries whatever their keys; those past stop are
+	// cut off after it, by a binary search of the chunk (keys in walk order
+	// pass stop once), so an entry's key is read only if the search reads it.
+	start := len(dst)
 	visit := func(it memItem) bool {
 		if skip {
 			skip = false
@@ -201,31 +211,42 @@ func (m *MemoryStore) scanChunk(r kv.ScanRange, after []byte, dst []memItem, n i
 				return true
 			}
 		}
-		if stop != nil {
-			c := bytes.Compare(it.key(), stop)
-			if (!r.Reverse && c >= 0) || (r.Reverse && c < 0) {
-				return false
-			}
-		}
 		dst = append(dst, it)
-		return len(dst) < n
+		return len(dst)-start < n
 	}
+	if err := m.walk(r.Reverse, pivot, visit); err != nil {
+		return dst, err
+	}
+	if stop == nil {
+		return dst, nil
+	}
+	walked := dst[start:]
+	past := sort.Search(len(walked), func(i int) bool {
+		c := bytes.Compare(walked[i].key(), stop)
+		return (!r.Reverse && c >= 0) || (r.Reverse && c < 0)
+	})
+	clear(walked[past:]) // drop references to stored data
+	return dst[:start+past], nil
+}
 
+// walk visits the stored items from pivot (from the first or, in reverse,
+// the last when nil), under the read lock.
+func (m *MemoryStore) walk(reverse bool, pivot []byte, visit func(memItem) bool) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	switch {
 	case m.tree == nil:
-		return dst, errMemClosed
-	case r.Reverse && pivot == nil:
+		return errMemClosed
+	case reverse && pivot == nil:
 		m.tree.Descend(visit)
-	case r.Reverse:
+	case reverse:
 		m.tree.DescendLessOrEqual(memKey(pivot), visit)
 	case pivot == nil:
 		m.tree.Ascend(visit)
 	default:
 		m.tree.AscendGreaterOrEqual(memKey(pivot), visit)
 	}
-	return dst, nil
+	return nil
 }
 
 // Apply applies b atomically. Under the write lock it checks every

@@ -99,11 +99,14 @@ func newIncarnation() Version {
 // write that a concurrent write to the same record (or unique key) overtook
 // reads again and retries, and gives up with ErrConflict after 64 tries.
 type Table[T any] struct {
-	store      kv.Store
-	name       string
-	codec      Codec
-	inPlace    *binaryPlan // the codec's plan for T, when it can decode in place
-	stable     bool        // the store's values may be kept (StableStore)
+	store   kv.Store
+	name    string
+	codec   Codec
+	inPlace *binaryPlan // the codec's plan for T, when it can decode in place
+	// exact: the codec decodes every record as it was (binaryExact), so a
+	// write computes its entries from the record itself.
+	exact      bool
+	stable     bool // the store's values may be kept (StableStore)
 	rtype      reflect.Type
 	pk         []field
 	prefix     []byte // of every key of the table
@@ -235,6 +238,7 @@ func newTable[T any](store kv.Store, name string, codec Codec, rt reflect.Type) 
 		lease: DefaultSchemaLease, opened: time.Now()}
 	if c, ok := codec.(*BinaryCodec); ok {
 		t.inPlace, _ = c.plan(rt) // else Unmarshal reports the error
+		t.exact = t.inPlace != nil && binaryExact(rt)
 	}
 	if s, ok := store.(kv.StableStore); ok {
 		t.stable = s.StableValues()

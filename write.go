@@ -213,7 +213,8 @@ func (t *Table[T]) encodeWrite(view *indexView, w *writeBuffers[T], a *arena, re
 // fact key, its fact (binary.MaxVarintLen64 bytes of room for the version,
 // then the codec's payload), and the record decoded back from the
 // payload, as the store will hold it, whose primary key must be rec's:
-// decoded in place, sharing the fact's memory, when kept is set.
+// decoded in place, sharing the fact's memory, when kept is set; rec
+// itself (its copy in w) when the codec is exact for T.
 func (t *Table[T]) encodeRecord(w *writeBuffers[T], a *arena, kept bool, rec T) (factKey, fact []byte, stored reflect.Value, err error) {
 	w.rec = rec
 	factKey, err = t.factKey(w.key[:0], reflect.ValueOf(&w.rec).Elem())
@@ -224,6 +225,9 @@ func (t *Table[T]) encodeRecord(w *writeBuffers[T], a *arena, kept bool, rec T) 
 	fact, err = appendMarshal(t.codec, a.bytes(128)[:binary.MaxVarintLen64], &w.rec)
 	if err != nil {
 		return nil, nil, stored, fmt.Errorf("table %q: encode record: %w", t.name, err)
+	}
+	if t.exact {
+		return factKey, fact, reflect.ValueOf(&w.rec).Elem(), nil
 	}
 	if err := t.decodeInto(fact[binary.MaxVarintLen64:], reflect.ValueOf(&w.stored), kept); err != nil {
 		return nil, nil, stored, fmt.Errorf("table %q: the codec cannot decode what it encoded: %w", t.name, err)
