@@ -23,16 +23,21 @@ its get a Get of the record whose value is copied out. Reads start with a warm 6
 Disk bytes are measured after a full compaction; "as stored" counts the keys and values before
 compression.
 `,
-	notes: `A durable insert waits for the write-ahead log's fsync, which on most disks outweighs the rest,
-and which concurrent load on the machine makes vary most. A NoSync insert writes three keys
-where raw writes one, in the memtable and in every later compaction, which shares the cores with
-the writer. A keys-only or partial range makes 100 point reads in the fact table (one iterator,
-in key order); a full-copy range reads one contiguous range. Index keys compress well; full
-copies do not. A Load batch, like raw's, waits for one fsync, but it first reads each record's key
-(the insert expects it absent: the batch's keys in key order, with one iterator), then writes three keys a record where
-raw writes one, and the flushes and compactions of that data share the two cores with the load.
-Build reads the records back and writes their entries in batches of its own (ChunkSize records),
-each synced.
+	notes: `A durable insert waits for the write-ahead log's fsync, which on most disks outweighs the rest, and
+which concurrent load on the machine makes vary most. A NoSync insert writes three keys where raw
+writes one, in the memtable and in every later compaction, which shares the cores with the writer.
+Against raw-indexed, which writes the same keys and reads nothing, an insert first reads its
+record's key, which it expects absent (a seek that consults every level's bloom filters, the last
+level's included), then commits the same batch; the schema version it also expects comes from the
+store's cache, read once. An update reads its record as raw-indexed does, and the store checks the
+batch's expectation of it against the value that read cached, so it reads nothing more. A get
+decodes the record where raw-indexed only copies its bytes. A keys-only or partial range makes 100
+point reads in the fact table (one iterator, in key order); a full-copy range reads one contiguous
+range. Index keys compress well; full copies do not. A Load batch, like raw's, waits for one fsync,
+but it first reads each record's key (the insert expects it absent: the batch's keys in key order,
+with one iterator), then writes three keys a record where raw writes one, and the flushes and
+compactions of that data share the two cores with the load. Build reads the records back and writes
+their entries in batches of its own (ChunkSize records), each synced.
 `,
 	write: writePebble,
 }
