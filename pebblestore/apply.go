@@ -45,7 +45,7 @@ type stripe struct {
 }
 
 // maxKnown is how many catalog keys a stripe caches at most: a table has
-// one a index and its schema version.
+// one an index, and its schema version.
 const maxKnown = 8
 
 // maxLastValue is the largest value a stripe keeps of Get's last read.
@@ -55,8 +55,11 @@ const maxLastValue = 4 << 10
 // stripe caches it. The caller holds the stripe's lock.
 func (st *stripe) cached(key []byte) ([]byte, bool) {
 	if st.lastValid && bytes.Equal(st.lastKey, key) {
-		if !st.lastPresent {
+		switch {
+		case !st.lastPresent:
 			return nil, true
+		case st.lastValue == nil: // present and empty, never grown
+			return []byte{}, true
 		}
 		return st.lastValue, true
 	}

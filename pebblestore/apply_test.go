@@ -130,6 +130,17 @@ func TestApplyUsesGetsRead(t *testing.T) {
 	require.NoError(t, apply(kv.Op{Kind: kv.OpExpectAbsent, Key: absent}, kv.Op{Kind: kv.OpPut, Key: absent, Value: v1}))
 	require.ErrorIs(t, apply(kv.Op{Kind: kv.OpExpectAbsent, Key: absent}), kv.ErrConflict, "stale")
 
+	// An empty value is present, cached or not.
+	empty := key("empty")
+	require.NoError(t, apply(kv.Op{Kind: kv.OpPut, Key: empty, Value: []byte{}}))
+	_, err = s.Get(ctx, empty)
+	require.NoError(t, err)
+	v, ok = isCached(s, empty)
+	require.True(t, ok)
+	require.NotNil(t, v, "an empty value reads as absent")
+	require.NoError(t, apply(kv.Op{Kind: kv.OpExpectValue, Key: empty, Value: []byte{}}))
+	require.ErrorIs(t, apply(kv.Op{Kind: kv.OpExpectAbsent, Key: empty}), kv.ErrConflict)
+
 	_, err = s.Get(ctx, big)
 	require.NoError(t, err)
 	_, ok = isCached(s, big)
