@@ -580,7 +580,8 @@ func structEncoder(fields []binaryField) encFn {
 		if v.CanAddr() {
 			base = v.Addr().UnsafePointer()
 		}
-		for _, f := range fields {
+		for i := range fields {
+			f := &fields[i]
 			if f.str && base != nil {
 				dst = appendSized(dst, *(*string)(unsafe.Add(base, f.offset)))
 				continue
@@ -607,7 +608,8 @@ func structDecoder(fields []binaryField) decFn {
 			base = v.Addr().UnsafePointer()
 		}
 		var err error
-		for _, f := range fields {
+		for i := range fields {
+			f := &fields[i]
 			if f.str && base != nil {
 				s, next, ok := d.shortStr()
 				if !ok {

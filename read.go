@@ -293,9 +293,11 @@ func (t *Table[T]) freeReader(rd *reader[T]) {
 		ix.use.returned.Add(int64(rd.n))
 	}
 	f := &rd.f
-	clear(f.keys[:cap(f.keys)])
-	clear(f.values[:cap(f.values)])
-	clear(f.ownKeys[:cap(f.ownKeys)])
+	// Each of these is cleared whenever it is cut to length 0 again, so
+	// beyond its length it holds nothing.
+	clear(f.keys)
+	clear(f.values)
+	clear(f.ownKeys)
 	f.reset()
 	if cap(f.buf) > 1<<16 || cap(rd.plan.buf) > 1<<12 || cap(rd.rounds.after[0])+cap(rd.rounds.after[1]) > 1<<12 {
 		return
@@ -405,11 +407,13 @@ func (f *fetcher[T]) reset() {
 }
 
 func (f *fetcher[T]) fetch(ctx context.Context) error {
+	clear(f.keys)
 	f.keys = f.keys[:0]
 	for _, p := range f.pending {
 		f.keys = append(f.keys, f.buf[p.start:p.mid])
 	}
 	var err error
+	clear(f.values)
 	f.values, err = f.t.store.GetMany(ctx, f.keys, f.values[:0])
 	if err == nil && len(f.values) != len(f.keys) {
 		err = fmt.Errorf("table %q: GetMany of %d keys returned %d values", f.t.name, len(f.keys), len(f.values))
@@ -439,6 +443,7 @@ func (f *fetcher[T]) decodeOwner(fact, entryKey, pk []byte, rec *T) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("table %q: decode record: %w", f.t.name, err)
 	}
+	clear(f.ownKeys)
 	f.ownKeys, err = f.ix.keys(f.ownKeys[:0], reflect.ValueOf(rec).Elem(), f.scratch[:0])
 	if err != nil {
 		return false, err
