@@ -353,7 +353,7 @@ func (t *Table[T]) recordBatch(ctx context.Context, ix *indexTable, factKey, fac
 	var violation error
 	for _, en := range entries {
 		if ix.unique {
-			if violation = claimKey(ctx, t.store, b, en); errors.Is(violation, ErrUniqueViolation) {
+			if violation = guardUnique(ctx, t.store, b, en); errors.Is(violation, ErrUniqueViolation) {
 				b = expectations(b) // what confirms it
 				break
 			} else if violation != nil {
@@ -492,27 +492,7 @@ func (t *Table[T]) claimUnique(ctx context.Context, b *kv.Batch, claimed map[str
 			ErrUniqueViolation, en.ix.name, k, decodeForError(other), decodeForError(pk))
 	}
 	claimed[string(en.key)] = pk
-	return claimKey(ctx, t.store, b, en)
-}
-
-// claimKey is guardUnique for a build, whose reads are no snapshot: when
-// another record holds the key of en, it returns the violation having
-// added to b the expectation of the entry as held, with which b can
-// confirm it.
-func claimKey(ctx context.Context, s kv.Store, b *kv.Batch, en entry) error {
-	held, err := s.Get(ctx, en.key)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		b.ExpectAbsent(en.key)
-		return nil
-	case err != nil:
-		return err
-	}
-	b.ExpectValue(en.key, held)
-	if !sameOwner(en.ix, en.key, held, en.value) {
-		return uniqueViolation(en.ix, en.key, held)
-	}
-	return nil // a leftover entry of this very record
+	return guardUnique(ctx, t.store, b, en)
 }
 
 // countRange counts the keys of a space.

@@ -24,6 +24,12 @@ import (
 // A type that contains itself (a tree of nodes, say) is refused with
 // ErrCodec.
 //
+// A struct of exported booleans, integers, float64s and strings (and arrays
+// and structs of these) decodes exactly as it was: a table writing such
+// records computes their entries from the record itself. For other types a
+// write decodes its record back first, so that its entries are those of
+// the record as later reads will see it.
+//
 // Being positional, it ties stored records to the shape of their type:
 // each value starts with a fingerprint of the shape (field names and
 // kinds), and decoding bytes written under another shape fails with

@@ -510,20 +510,23 @@ func planEntries(ctx context.Context, s entryGetter, b *kv.Batch, old, new []ent
 
 // guardUnique adds to b the expectation that keeps the key of unique entry
 // e free, or held by e's own record, until b applies; or returns the
-// violation when another record holds it.
+// violation when another record holds it, having added to b the
+// expectation of the entry as held, with which a reader whose reads are no
+// snapshot (Build) confirms it.
 func guardUnique(ctx context.Context, s entryGetter, b *kv.Batch, e entry) error {
 	held, err := s.Get(ctx, e.key)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		b.ExpectAbsent(e.key)
+		return nil
 	case err != nil:
 		return err
-	case !sameOwner(e.ix, e.key, held, e.value):
-		return uniqueViolation(e.ix, e.key, held)
-	default: // a leftover entry of this very record
-		b.ExpectValue(e.key, held)
 	}
-	return nil
+	b.ExpectValue(e.key, held)
+	if !sameOwner(e.ix, e.key, held, e.value) {
+		return uniqueViolation(e.ix, e.key, held)
+	}
+	return nil // a leftover entry of this very record
 }
 
 // sameOwner reports whether two values of the unique entry key name the

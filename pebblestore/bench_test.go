@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkPebble measures the Index Table pattern on Pebble at 100,000 and
@@ -44,13 +46,23 @@ import (
 //     comparison (the CPU and LSM cost), sync what a default store gives.
 //     Raw also has insert-checked-nosync: a db.Get of the key before the
 //     batch, the least an insert that refuses a taken key must do.
+//   - update-nosync: an update of a loaded customer that moves both its
+//     index keys (fixture.Population.Moved), on a store opened with NoSync.
+//
+// Beside raw, raw-indexed/<strategy> (keys-only, full-copy) is the floor of
+// a table of that strategy: its records and their entries in the two
+// indexes loaded and written by hand, keys and values as the table writes
+// them (rawWriter, checked by TestLoadRawIndexed), so that its LSM holds
+// what the table's does; see benchRawIndexed for its get, insert-nosync
+// and update-nosync. Issue 22's targets compare each strategy's NoSync
+// insert and update and its get with them.
 //
 // Each (records, strategy) is loaded once per process, with NoSync commits
 // (concurrent Inserts for a table, batches of 1,000 for raw), on first use,
 // and reused by its sub-benchmarks; its directory is removed when they are
 // done. Reads run before inserts. The binary codec is used throughout.
 //
-//	go test -run='^$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=5 .
+//	go test -run='^$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=6 .
 //	go test -run='^$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 .
 //
 // -short skips the 1,000,000-record cases. The store has the defaults of
@@ -67,14 +79,19 @@ func BenchmarkPebble(b *testing.B) {
 			}
 			var rawDisk float64 // raw's disk bytes a record, once measured
 			b.Run("raw", func(b *testing.B) {
-				s := newBenchState(b, size.n, nil)
+				s := newBenchState(b, size.n, nil, false)
 				s.onLoad = func() { rawDisk = s.diskPerRecord() }
 				benchRaw(b, s)
 			})
+			for _, st := range loadStrategies {
+				b.Run("raw-indexed/"+st.name, func(b *testing.B) {
+					benchRawIndexed(b, newBenchState(b, size.n, &st, true))
+				})
+			}
 			for i := range benchStrategies {
 				st := &benchStrategies[i]
 				b.Run(st.name, func(b *testing.B) {
-					s := newBenchState(b, size.n, st)
+					s := newBenchState(b, size.n, st, false)
 					s.rawDisk = &rawDisk
 					benchIndexed(b, s)
 				})
@@ -129,6 +146,7 @@ type benchState struct {
 	n           int
 	pop         fixture.Population
 	st          *benchStrategy // nil for raw
+	hand        bool           // raw-indexed: st's keys written by hand, no table
 	dir         string
 	store       *pebblestore.Store
 	noSync      bool
@@ -140,13 +158,19 @@ type benchState struct {
 	kvBytes     int64  // the keys and values, uncompressed
 	next        int    // the number of the next customer to insert
 	probe       int    // the position of the next read in the read order
+	moves       int    // the updates made, which pick where they move records
 	loaded      bool
 	onLoad      func()
 	rawDisk     *float64
 }
 
-func newBenchState(b *testing.B, n int, st *benchStrategy) *benchState {
-	s := &benchState{n: n, pop: benchPopulation(n), st: st, next: n, raw: newRawWriter(b, nil)}
+// newBenchState returns the data set of n records: raw's if st is nil, a
+// table's of strategy st, or raw-indexed's of st if hand is set.
+func newBenchState(b *testing.B, n int, st *benchStrategy, hand bool) *benchState {
+	s := &benchState{n: n, pop: benchPopulation(n), st: st, next: n, hand: hand, raw: newRawWriter(b, nil)}
+	if hand {
+		s.raw = newRawWriter(b, st)
+	}
 	b.Cleanup(func() {
 		if s.store != nil {
 			if err := s.store.Close(); err != nil {
@@ -282,7 +306,7 @@ func (s *benchState) open(b *testing.B, noSync bool) {
 		b.Fatal(err)
 	}
 	s.store, s.noSync = store, noSync
-	if s.st != nil {
+	if s.st != nil && !s.hand {
 		if s.table, err = indextable.Open(context.Background(), store, fixture.Schema(s.st.s, s.st.proj, &indextable.BinaryCodec{})); err != nil {
 			b.Fatal(err)
 		}
@@ -356,8 +380,13 @@ func newRawWriter(tb testing.TB, st *benchStrategy) *rawWriter {
 // record's version, a random incarnation as an insert makes, then its
 // codec encoding. They hold until the next call.
 func (w *rawWriter) record(tb testing.TB, c *fixture.Customer) (key, val []byte) {
-	w.key = tuple.AppendString(append(w.key[:0], w.prefix...), c.ID)
-	w.val = binary.AppendUvarint(w.val[:0], uint64(rand.Uint32()|1)<<32|1)
+	return w.versioned(tb, c, uint64(rand.Uint32()|1)<<32|1)
+}
+
+// versioned is record with the given version.
+func (w *rawWriter) versioned(tb testing.TB, c *fixture.Customer, version uint64) (key, val []byte) {
+	w.key = w.factKey(c.ID)
+	w.val = binary.AppendUvarint(w.val[:0], version)
 	var err error
 	if w.val, err = w.codec.AppendMarshal(w.val, c); err != nil {
 		tb.Fatal(err)
@@ -365,31 +394,64 @@ func (w *rawWriter) record(tb testing.TB, c *fixture.Customer) (key, val []byte)
 	return w.key, w.val
 }
 
+// factKey returns the fact key of the record of primary key id, in w.key's
+// memory.
+func (w *rawWriter) factKey(id string) []byte {
+	return tuple.AppendString(append(w.key[:0], w.prefix...), id)
+}
+
 // set adds to pb c's fact (record) and its entries in w's indexes: each
 // the index's prefix, then its key fields and the primary key as tuple
 // elements, with no value (keys-only) or the record's codec encoding
 // (full-copy).
 func (w *rawWriter) set(tb testing.TB, pb *pebble.Batch, c *fixture.Customer) {
-	key, val := w.record(tb, c)
+	w.put(tb, pb, c, uint64(rand.Uint32()|1)<<32|1)
+}
+
+// put is set with the given version.
+func (w *rawWriter) put(tb testing.TB, pb *pebble.Batch, c *fixture.Customer, version uint64) {
+	key, val := w.versioned(tb, c, version)
 	if err := pb.Set(key, val, nil); err != nil {
 		tb.Fatal(err)
 	}
-	pk := key[len(w.prefix):]
 	var value []byte
 	if w.fullCopy {
 		_, n := binary.Uvarint(val)
 		value = val[n:]
 	}
+	w.entries(tb, c, key[len(w.prefix):], func(e []byte) error { return pb.Set(e, value, nil) })
+}
+
+// entries calls fn with each entry key of c, whose primary key is pk (a
+// tuple element), in w's indexes; the key holds until the next call.
+func (w *rawWriter) entries(tb testing.TB, c *fixture.Customer, pk []byte, fn func([]byte) error) {
 	for _, ix := range w.indexes {
 		e := append(w.entry[:0], ix.prefix...)
 		for _, get := range ix.fields {
 			e = tuple.AppendString(e, get(c))
 		}
 		w.entry = append(e, pk...)
-		if err := pb.Set(w.entry, value, nil); err != nil {
+		if err := fn(w.entry); err != nil {
 			tb.Fatal(err)
 		}
 	}
+}
+
+// update adds to pb the update of the record stored as old (its fact
+// value) to c, which has its primary key: the deletion of old's entries,
+// then c's fact with the next version and its entries, as put writes them.
+func (w *rawWriter) update(tb testing.TB, pb *pebble.Batch, old []byte, c *fixture.Customer) {
+	version, n := binary.Uvarint(old)
+	var prev fixture.Customer
+	if n <= 0 {
+		tb.Fatalf("fact %q: no version", old)
+	}
+	if err := w.codec.Unmarshal(old[n:], &prev); err != nil {
+		tb.Fatal(err)
+	}
+	pk := w.factKey(c.ID)[len(w.prefix):]
+	w.entries(tb, &prev, pk, func(e []byte) error { return pb.Delete(e, nil) })
+	w.put(tb, pb, c, version+1)
 }
 
 // pick returns the numbers of the next n loaded customers to read: a walk
@@ -518,6 +580,90 @@ func benchRaw(b *testing.B, s *benchState) {
 	}
 }
 
+// benchRawIndexed runs raw-indexed's benchmarks: the floor of a table of
+// s.st on the same data, its keys and values written and read by hand as
+// the table writes them (rawWriter), with NoSync commits.
+//
+//   - get: a db.Get of the fact key, its value copied out (as a Get that
+//     hands it over must: Pebble reuses its memory), and closed.
+//   - insert-nosync: one batch of the record and its two entries.
+//   - update-nosync: a db.Get of the record, copied out and decoded, then
+//     one batch of the deletion of its two entries, the moved record and its
+//     two new entries.
+func benchRawIndexed(b *testing.B, s *benchState) {
+	b.Run("get", func(b *testing.B) {
+		s.load(b)
+		s.open(b, true)
+		ids := s.pickIDs(b.N)
+		db := s.store.DB()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, id := range ids {
+			v, closer, err := db.Get(s.raw.factKey(id))
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSink = append([]byte(nil), v...)
+			closer.Close()
+		}
+	})
+	b.Run("insert-nosync", func(b *testing.B) {
+		s.load(b)
+		s.open(b, true)
+		recs := s.fresh(b.N)
+		db := s.store.DB()
+		runtime.GC()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range recs {
+			pb := db.NewBatch()
+			s.raw.set(b, pb, &recs[i])
+			if err := pb.Commit(pebble.NoSync); err != nil {
+				b.Fatal(err)
+			}
+			pb.Close()
+		}
+	})
+	b.Run("update-nosync", func(b *testing.B) {
+		s.load(b)
+		s.open(b, true)
+		recs := s.moved(b.N)
+		db := s.store.DB()
+		runtime.GC()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range recs {
+			v, closer, err := db.Get(s.raw.factKey(recs[i].ID))
+			if err != nil {
+				b.Fatal(err)
+			}
+			old := append([]byte(nil), v...)
+			closer.Close()
+			pb := db.NewBatch()
+			s.raw.update(b, pb, old, &recs[i])
+			if err := pb.Commit(pebble.NoSync); err != nil {
+				b.Fatal(err)
+			}
+			pb.Close()
+		}
+	})
+}
+
+// benchSink keeps a benchmark's result alive.
+var benchSink []byte
+
+// moved returns n loaded customers, as pick chooses them, each moved to
+// another town and surname (fixture.Population.Moved): updates that move
+// both their index keys.
+func (s *benchState) moved(n int) []fixture.Customer {
+	out := make([]fixture.Customer, n)
+	for i, j := range s.pick(n) {
+		out[i] = s.pop.Moved(s.pop.Customer(j), s.moves)
+		s.moves++
+	}
+	return out
+}
+
 func benchInsertName(durable bool) string {
 	if durable {
 		return "insert-sync"
@@ -595,6 +741,69 @@ func benchIndexed(b *testing.B, s *benchState) {
 					b.Fatal(err)
 				}
 			}
+		})
+		if !durable {
+			b.Run("update-nosync", func(b *testing.B) {
+				s.load(b)
+				s.open(b, true)
+				recs := s.moved(b.N)
+				runtime.GC()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range recs {
+					if _, err := s.table.Update(ctx, recs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRawIndexedUpdate: what raw-indexed's update writes by hand is what
+// Update writes, for each strategy: the same records loaded both ways,
+// then moved both ways (both their index keys), leave the same facts and
+// entries, keys and values, the facts' versions those of a second write.
+func TestRawIndexedUpdate(t *testing.T) {
+	ctx := context.Background()
+	pop := benchPopulation(400)
+	recs := pop.Customers(0, 40)
+	open := func(t *testing.T) *pebblestore.Store {
+		store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, store.Close()) })
+		return store
+	}
+	for _, st := range loadStrategies {
+		t.Run(st.name, func(t *testing.T) {
+			loaded := open(t)
+			tbl, err := indextable.Open(ctx, loaded, fixture.Schema(st.s, st.proj, &indextable.BinaryCodec{}))
+			require.NoError(t, err)
+			_, err = tbl.Load(ctx, slices.Values(recs), indextable.LoadOptions{})
+			require.NoError(t, err)
+
+			hand := open(t)
+			w := newRawWriter(t, &st)
+			rawLoad(t, hand.DB(), w, recs)
+
+			for i, c := range recs {
+				moved := pop.Moved(c, i)
+				require.NotEqual(t, c.Town, moved.Town)
+				_, err := tbl.Update(ctx, moved)
+				require.NoError(t, err)
+
+				old, closer, err := hand.DB().Get(w.factKey(c.ID))
+				require.NoError(t, err)
+				old = slices.Clone(old)
+				require.NoError(t, closer.Close())
+				pb := hand.DB().NewBatch()
+				w.update(t, pb, old, &moved)
+				require.NoError(t, pb.Commit(pebble.NoSync))
+				require.NoError(t, pb.Close())
+			}
+			want := loadStored(t, loaded.DB(), 2)
+			require.Len(t, want, 3*len(recs), "a fact and two entries a record")
+			require.Equal(t, want, loadStored(t, hand.DB(), 2))
 		})
 	}
 }

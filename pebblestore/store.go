@@ -27,14 +27,12 @@ package pebblestore
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io/fs"
 	"iter"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,8 +119,9 @@ type Store struct {
 	// stripes serialise batches that share a key, so that a batch's
 	// expectations still hold when it commits: Pebble has no conditional
 	// writes. Batches on disjoint keys commit concurrently, and Pebble
-	// syncs them together.
-	stripes [stripeCount]sync.Mutex
+	// syncs them together. Each also caches expected catalog keys (see
+	// stripe).
+	stripes [stripeCount]stripe
 }
 
 const (
@@ -283,8 +282,9 @@ func isLockHeld(err error) bool {
 
 // DB returns the underlying Pebble database, for metrics, checkpoints and
 // compactions. Writing to it directly bypasses the store's conditional
-// batches and the indexes, and closing it is Close's work: Pebble panics on
-// every later call, the store's included. It returns nil once the store is
+// batches and the indexes, and leaves stale what Apply caches of the keys
+// it writes (see Apply); closing it is Close's work: Pebble panics on every
+// later call, the store's included. It returns nil once the store is
 // closed.
 func (s *Store) DB() *pebble.DB {
 	s.mu.RLock()
@@ -318,7 +318,12 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer s.mu.RUnlock()
+	st := &s.stripes[s.stripeOf(key)]
+	seq := st.writes.Load()
 	v, err := get(db, key, nil)
+	if err == nil {
+		st.noteRead(key, v, seq)
+	}
 	if err == nil && v == nil {
 		return nil, fmt.Errorf("pebblestore: %w", kv.ErrNotFound)
 	}
@@ -533,170 +538,6 @@ func step(it *pebble.Iterator, reverse bool) bool {
 		return it.Prev()
 	}
 	return it.Next()
-}
-
-// Apply applies b as one Pebble batch. It locks the stripes of b's keys
-// (256 locks, chosen by a hash of the key), checks every expectation, and
-// commits the writes; a failed expectation returns an error wrapping
-// kv.ErrConflict that names the key, and nothing is written.
-// Batches on other stripes commit at the same time, and Pebble syncs them
-// together. The commit is durable unless the store was opened with NoSync.
-// A store opened read-only returns an error wrapping ErrReadOnly for a
-// batch that is not empty.
-func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
-	// A done context and a closed store come first, as the Store contract
-	// has them.
-	if _, err := s.open(ctx); err != nil {
-		return err
-	}
-	s.mu.RUnlock()
-	if err := kv.CheckBatch(b); err != nil {
-		return fmt.Errorf("pebblestore: %w", err)
-	}
-	ops := b.Ops()
-	if n := batchBytes(ops); n >= maxBatchBytes {
-		return fmt.Errorf("pebblestore: %w: %d bytes of writes, and a Pebble batch holds less than 4 GiB",
-			kv.ErrInvalidBatch, n)
-	}
-	if len(ops) == 0 {
-		return nil
-	}
-	if s.readOnly {
-		return fmt.Errorf("%w: a batch of %d operations", ErrReadOnly, len(ops))
-	}
-	stripes := s.lockStripes(ops)
-	defer s.unlockStripes(stripes)
-	db, err := s.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	if err := checkExpectations(db, ops); err != nil {
-		return err
-	}
-	pb := db.NewBatch()
-	defer pb.Close()
-	for _, op := range ops {
-		switch op.Kind {
-		case kv.OpPut:
-			err = pb.Set(op.Key, op.Value, nil)
-		case kv.OpDelete:
-			err = pb.Delete(op.Key, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("pebblestore: batch: %w", err)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("pebblestore: %w", err)
-	}
-	if err := pb.Commit(s.wo); err != nil {
-		return fmt.Errorf("pebblestore: commit: %w", err)
-	}
-	return nil
-}
-
-// iterateAt is how many expectations checkExpectations reads with one
-// iterator, in key order, rather than a Get each: a Get builds an
-// iterator of its own.
-const iterateAt = 8
-
-// checkExpectations checks the expectations among ops against db.
-func checkExpectations(db *pebble.DB, ops []kv.Op) error {
-	var expect []int // the expectations' indexes in ops
-	for i, op := range ops {
-		if !op.IsWrite() {
-			expect = append(expect, i)
-		}
-	}
-	if len(expect) < iterateAt {
-		var buf []byte
-		for _, i := range expect {
-			v, err := get(db, ops[i].Key, buf[:0])
-			if err != nil {
-				return err
-			}
-			if v != nil {
-				buf = v
-			}
-			if err := kv.CheckExpectation(ops[i], v); err != nil {
-				return fmt.Errorf("pebblestore: %w", err)
-			}
-		}
-		return nil
-	}
-	slices.SortFunc(expect, func(a, b int) int { return bytes.Compare(ops[a].Key, ops[b].Key) })
-	it, err := db.NewIter(nil)
-	if err != nil {
-		return fmt.Errorf("pebblestore: get: %w", err)
-	}
-	err = func() error {
-		for _, i := range expect {
-			op := ops[i]
-			var v []byte // nil: absent
-			valid := false
-			if len(op.Key) == 0 {
-				valid = it.First() // Pebble's invariant checks cannot seek to ""
-			} else {
-				valid = it.SeekGE(op.Key)
-			}
-			if valid && bytes.Equal(it.Key(), op.Key) {
-				var err error
-				if v, err = it.ValueAndErr(); err != nil {
-					return fmt.Errorf("pebblestore: get: %w", err)
-				}
-				if v == nil {
-					v = []byte{}
-				}
-			}
-			if err := kv.CheckExpectation(op, v); err != nil {
-				return fmt.Errorf("pebblestore: %w", err)
-			}
-		}
-		return nil
-	}()
-	if cerr := errors.Join(it.Error(), it.Close()); err == nil && cerr != nil {
-		err = fmt.Errorf("pebblestore: get: %w", cerr)
-	}
-	return err
-}
-
-// maxBatchBytes is the size that a Pebble batch must stay below: Pebble
-// panics rather than grow one to it.
-const maxBatchBytes = math.MaxUint32
-
-// batchBytes returns at least the size of ops' writes in a Pebble batch:
-// its header, and for each write what Pebble reserves for it, its kind, key
-// and value and two lengths of up to 5 bytes.
-func batchBytes(ops []kv.Op) uint64 {
-	n := uint64(12)
-	for _, op := range ops {
-		if op.IsWrite() {
-			n += 1 + 2*binary.MaxVarintLen32 + uint64(len(op.Key)) + uint64(len(op.Value))
-		}
-	}
-	return n
-}
-
-// lockStripes locks the stripes of the keys of ops, in ascending order so
-// that two batches cannot deadlock, and returns them for unlockStripes.
-func (s *Store) lockStripes(ops []kv.Op) []int {
-	stripes := make([]int, 0, len(ops))
-	for _, op := range ops {
-		stripes = append(stripes, int(maphash.Bytes(s.seed, op.Key)%stripeCount))
-	}
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	for _, i := range stripes {
-		s.stripes[i].Lock()
-	}
-	return stripes
-}
-
-func (s *Store) unlockStripes(stripes []int) {
-	for _, i := range stripes {
-		s.stripes[i].Unlock()
-	}
 }
 
 // Atomicity is unbounded: Pebble commits any batch atomically, and Apply
