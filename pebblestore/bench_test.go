@@ -768,21 +768,15 @@ func TestRawIndexedUpdate(t *testing.T) {
 	ctx := context.Background()
 	pop := benchPopulation(400)
 	recs := pop.Customers(0, 40)
-	open := func(t *testing.T) *pebblestore.Store {
-		store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, store.Close()) })
-		return store
-	}
 	for _, st := range loadStrategies {
 		t.Run(st.name, func(t *testing.T) {
-			loaded := open(t)
+			loaded := openNoSync(t)
 			tbl, err := indextable.Open(ctx, loaded, fixture.Schema(st.s, st.proj, &indextable.BinaryCodec{}))
 			require.NoError(t, err)
 			_, err = tbl.Load(ctx, slices.Values(recs), indextable.LoadOptions{})
 			require.NoError(t, err)
 
-			hand := open(t)
+			hand := openNoSync(t)
 			w := newRawWriter(t, &st)
 			rawLoad(t, hand.DB(), w, recs)
 

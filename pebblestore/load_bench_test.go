@@ -165,6 +165,15 @@ func loadTable(b *testing.B, store *pebblestore.Store, schema indextable.Schema[
 	}
 }
 
+// openNoSync opens a store in a temporary directory of t, without fsync,
+// closed when t ends.
+func openNoSync(t *testing.T) *pebblestore.Store {
+	store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	return store
+}
+
 // TestLoadRawIndexed: what BenchmarkLoad's raw-indexed writes by hand is
 // what Load writes, for each strategy: the same records loaded both ways
 // leave the same facts and entries, keys and values, but for the
@@ -174,22 +183,16 @@ func loadTable(b *testing.B, store *pebblestore.Store, schema indextable.Schema[
 func TestLoadRawIndexed(t *testing.T) {
 	ctx := context.Background()
 	recs := fixture.Bench.Customers(0, 40)
-	open := func(t *testing.T) *pebblestore.Store {
-		store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, store.Close()) })
-		return store
-	}
 	for _, st := range loadStrategies {
 		t.Run(st.name, func(t *testing.T) {
-			loaded := open(t)
+			loaded := openNoSync(t)
 			tbl, err := indextable.Open(ctx, loaded, fixture.Schema(st.s, st.proj, &indextable.BinaryCodec{}))
 			require.NoError(t, err)
 			rep, err := tbl.Load(ctx, slices.Values(recs), indextable.LoadOptions{})
 			require.NoError(t, err)
 			require.Equal(t, len(recs), rep.Inserted)
 
-			hand := open(t)
+			hand := openNoSync(t)
 			rawLoad(t, hand.DB(), newRawWriter(t, &st), recs)
 
 			want := loadStored(t, loaded.DB(), 1)
