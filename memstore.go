@@ -287,7 +287,10 @@ func (m *MemoryStore) Apply(ctx context.Context, b *kv.Batch) error {
 		}
 	}
 	undo := m.undo[:0]
-	defer func() { m.undo = undo[:0] }()
+	defer func() {
+		clear(undo) // drop references to stored data
+		m.undo = undo[:0]
+	}()
 	for _, op := range ops {
 		if !op.IsWrite() {
 			continue
@@ -309,11 +312,9 @@ func (m *MemoryStore) Apply(ctx context.Context, b *kv.Batch) error {
 		undo = append(undo, memUndo{key: op.Key, old: old})
 		if err := checkFused(ops, op.Key, old.value()); err != nil {
 			m.rollBack(undo)
-			clear(undo)
 			return fmt.Errorf("memory store: %w", err)
 		}
 	}
-	clear(undo) // drop references to stored data
 	return nil
 }
 

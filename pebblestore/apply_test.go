@@ -27,6 +27,13 @@ func catalogKey(t *testing.T, name string) []byte {
 	return k
 }
 
+// recordKey returns the key of record pk of table "t".
+func recordKey(t *testing.T, pk string) []byte {
+	k, err := kv.EncodeTuple("t", int64(kv.SpaceRecords), pk)
+	require.NoError(t, err)
+	return k
+}
+
 // isCached reports whether s caches key, and its cached value.
 func isCached(s *Store, key []byte) ([]byte, bool) {
 	st := &s.stripes[s.stripeOf(key)]
@@ -45,8 +52,7 @@ func TestApplyCachesExpectedCatalogKeys(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
 	k, other := catalogKey(t, ""), catalogKey(t, "ix")
-	rec, err := kv.EncodeTuple("t", int64(kv.SpaceRecords), "pk")
-	require.NoError(t, err)
+	rec := recordKey(t, "pk")
 	v1, v2 := []byte("v1"), []byte("v2")
 	for _, step := range []struct {
 		name     string
@@ -92,12 +98,7 @@ func TestApplyUsesGetsRead(t *testing.T) {
 	s, err := Open(t.TempDir(), Options{NoSync: true})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
-	key := func(pk string) []byte {
-		k, err := kv.EncodeTuple("t", int64(kv.SpaceRecords), pk)
-		require.NoError(t, err)
-		return k
-	}
-	r, absent, big := key("r"), key("absent"), key("big")
+	r, absent, big := recordKey(t, "r"), recordKey(t, "absent"), recordKey(t, "big")
 	v1, v2 := []byte("v1"), []byte("v2")
 	apply := func(ops ...kv.Op) error { return s.Apply(ctx, kv.NewBatch(ops...)) }
 	require.NoError(t, apply(kv.Op{Kind: kv.OpPut, Key: r, Value: v1},
@@ -136,7 +137,7 @@ func TestApplyUsesGetsRead(t *testing.T) {
 	require.ErrorIs(t, apply(kv.Op{Kind: kv.OpExpectAbsent, Key: absent}), kv.ErrConflict, "stale")
 
 	// An empty value is present, cached or not.
-	empty := key("empty")
+	empty := recordKey(t, "empty")
 	require.NoError(t, apply(kv.Op{Kind: kv.OpPut, Key: empty, Value: []byte{}}))
 	_, err = s.Get(ctx, empty)
 	require.NoError(t, err)
@@ -237,16 +238,11 @@ func TestExpectAbsentEveryLevel(t *testing.T) {
 			s, err := Open(t.TempDir(), Options{NoSync: true})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Close()) }()
-			key := func(pk string) []byte {
-				k, err := kv.EncodeTuple("t", int64(kv.SpaceRecords), pk)
-				require.NoError(t, err)
-				return k
-			}
-			k, prefix := key("k"), key("p")
+			k, prefix := recordKey(t, "k"), recordKey(t, "p")
 			longer := append(slices.Clone(prefix), 'x')
 			var ops []kv.Op
 			for i := range 200 { // enough keys for a bloom filter to matter
-				ops = append(ops, kv.Op{Kind: kv.OpPut, Key: key(strconv.Itoa(i)), Value: []byte("v")})
+				ops = append(ops, kv.Op{Kind: kv.OpPut, Key: recordKey(t, strconv.Itoa(i)), Value: []byte("v")})
 			}
 			ops = append(ops, kv.Op{Kind: kv.OpPut, Key: longer, Value: []byte("v")}, kv.Op{Kind: kv.OpPut, Key: k, Value: []byte("v")})
 			require.NoError(t, s.Apply(ctx, kv.NewBatch(ops...)))
@@ -260,7 +256,7 @@ func TestExpectAbsentEveryLevel(t *testing.T) {
 			} else {
 				require.ErrorIs(t, err, kv.ErrConflict)
 			}
-			require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: key("absent")})))
+			require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: recordKey(t, "absent")})))
 			require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: prefix})),
 				"only a longer key starts with it")
 		})
@@ -285,9 +281,7 @@ func reviewKeys(t *testing.T) [][]byte {
 		keys = append(keys, catalogKey(t, "c"+strconv.Itoa(i)))
 	}
 	for i := range 6 {
-		k, err := kv.EncodeTuple("t", int64(kv.SpaceRecords), "r"+strconv.Itoa(i))
-		require.NoError(t, err)
-		keys = append(keys, k)
+		keys = append(keys, recordKey(t, "r"+strconv.Itoa(i)))
 	}
 	prefix := catalogKey(t, "c1")
 	keys = append(keys, append(bytes.Clone(prefix), 0), append(bytes.Clone(prefix), 0xff))
@@ -590,9 +584,7 @@ func TestApplyCacheConcurrentTransfers(t *testing.T) {
 	records, catalog := sameStripeKeys(t, s, 3)
 	accounts := append(records, catalog...)
 	for i := range 4 {
-		k, err := kv.EncodeTuple("t", int64(kv.SpaceRecords), "other"+strconv.Itoa(i))
-		require.NoError(t, err)
-		accounts = append(accounts, k)
+		accounts = append(accounts, recordKey(t, "other"+strconv.Itoa(i)))
 	}
 	const start = 1000
 	var ops []kv.Op

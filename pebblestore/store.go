@@ -119,8 +119,8 @@ type Store struct {
 	// stripes serialise batches that share a key, so that a batch's
 	// expectations still hold when it commits: Pebble has no conditional
 	// writes. Batches on disjoint keys commit concurrently, and Pebble
-	// syncs them together. Each also caches expected catalog keys (see
-	// stripe).
+	// syncs them together. Each also caches expected catalog keys and the
+	// value Get last read on it (see stripe).
 	stripes [stripeCount]stripe
 }
 
