@@ -1,0 +1,197 @@
+package etcdstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/indextable/indextable/kv"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Guards (see the package documentation): a guard's value says who wrote
+// it, the batch or the store fencing it off.
+const (
+	guardApplied = "a"
+	guardFenced  = "f"
+	guardTTL     = 10 * time.Minute // a lease's
+	leaseEvery   = time.Minute      // a new lease after
+)
+
+// attempt is one try of a batch: its guard key, under lease.
+type attempt struct {
+	guard string
+	lease clientv3.LeaseID
+}
+
+// Apply applies b as one transaction, or returns an error wrapping
+// kv.ErrConflict that names a key whose expectation failed. A batch whose
+// answer is lost is resolved by its guard (see the package
+// documentation); one that cannot be returns an error wrapping
+// ErrUnknownOutcome.
+func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := kv.CheckBatch(b); err != nil {
+		return fmt.Errorf("etcdstore: %w", err)
+	}
+	if err := s.atom.Allows(b); err != nil {
+		return fmt.Errorf("etcdstore: %w", err)
+	}
+	cmps, ops := s.txn(b)
+	if len(ops) == 0 { // expectations only: a read
+		var resp *clientv3.TxnResponse
+		err := s.read(ctx, func(ctx context.Context) (err error) {
+			resp, err = s.client.Txn(ctx).If(cmps...).Commit()
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("etcdstore: checking %d expectations: %w", len(cmps), err)
+		}
+		if !resp.Succeeded {
+			return s.conflict(ctx, b)
+		}
+		return nil
+	}
+	c := s.newCall()
+	for {
+		a, err := s.attempt(ctx, c)
+		if err != nil {
+			return fmt.Errorf("etcdstore: granting the guards' lease: %w", err)
+		}
+		var resp *clientv3.TxnResponse
+		err = c.try(ctx, func(ctx context.Context) (err error) {
+			guarded := append(cmps[:len(cmps):len(cmps)], clientv3.Compare(clientv3.CreateRevision(a.guard), "=", 0))
+			put := clientv3.OpPut(a.guard, guardApplied, clientv3.WithLease(a.lease))
+			resp, err = s.client.Txn(ctx).If(guarded...).Then(append(ops[:len(ops):len(ops)], put)...).Commit()
+			return err
+		})
+		switch {
+		case err == nil && resp.Succeeded:
+			return nil
+		case err == nil:
+			return s.conflict(ctx, b)
+		case isLeaseNotFound(err): // nothing applied: a new lease
+			s.dropLease(a.lease)
+			continue
+		case !transient(ctx, err):
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+			}
+			return fmt.Errorf("etcdstore: applying %d operations: %w", len(b.Ops()), err)
+		}
+		applied, err := s.resolve(ctx, c, a, err)
+		if err != nil {
+			return fmt.Errorf("etcdstore: applying %d operations: %w", len(b.Ops()), err)
+		}
+		if applied {
+			return nil
+		}
+		// Fenced off: b did not apply, and that try never will.
+	}
+}
+
+// txn returns b's compares and its puts and deletes.
+func (s *Store) txn(b *kv.Batch) ([]clientv3.Cmp, []clientv3.Op) {
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for _, op := range b.Ops() {
+		k := s.key(op.Key)
+		switch op.Kind {
+		case kv.OpPut:
+			ops = append(ops, clientv3.OpPut(k, string(op.Value)))
+		case kv.OpDelete:
+			ops = append(ops, clientv3.OpDelete(k))
+		case kv.OpExpectValue:
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(k), "=", string(op.Value)))
+		case kv.OpExpectAbsent:
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+		}
+	}
+	return cmps, ops
+}
+
+// conflict returns the error of b's failed expectations, naming the first
+// that fails when read again (none if they all hold by then).
+func (s *Store) conflict(ctx context.Context, b *kv.Batch) error {
+	var keys [][]byte
+	var exps []kv.Op
+	for _, op := range b.Ops() {
+		if !op.IsWrite() {
+			keys, exps = append(keys, op.Key), append(exps, op)
+		}
+	}
+	values, err := s.GetMany(ctx, keys, nil)
+	if err == nil {
+		for i, op := range exps {
+			if err := kv.CheckExpectation(op, values[i]); err != nil {
+				return fmt.Errorf("etcdstore: %w", err)
+			}
+		}
+	}
+	return fmt.Errorf("etcdstore: %w: an expectation of the batch failed", kv.ErrConflict)
+}
+
+// attempt returns a new attempt, under the current lease.
+func (s *Store) attempt(ctx context.Context, c *call) (attempt, error) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if s.lease == 0 || time.Since(s.leaseAt) >= leaseEvery {
+		var resp *clientv3.LeaseGrantResponse
+		err := s.read(ctx, func(ctx context.Context) (err error) { // granting twice is harmless
+			resp, err = s.client.Grant(ctx, int64(guardTTL/time.Second))
+			return err
+		})
+		if err != nil {
+			return attempt{}, err
+		}
+		s.lease, s.leaseAt = resp.ID, time.Now()
+	}
+	guard := binary.BigEndian.AppendUint64(append([]byte(s.guards), s.id[:]...), s.seq.Add(1))
+	return attempt{guard: string(guard), lease: s.lease}, nil
+}
+
+// dropLease forgets lease, found expired, so that the next attempt takes a
+// new one.
+func (s *Store) dropLease(lease clientv3.LeaseID) {
+	s.leaseMu.Lock()
+	if s.lease == lease {
+		s.lease = 0
+	}
+	s.leaseMu.Unlock()
+}
+
+// resolve finds out whether attempt a, whose try failed with cause,
+// applied: it writes a's guard itself, expecting it absent. If that
+// applies, a never will; if the guard is there, a's batch wrote it.
+func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (bool, error) {
+	for {
+		if err := c.pause(ctx, cause); err != nil {
+			return false, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+		}
+		var resp *clientv3.TxnResponse
+		err := c.try(ctx, func(ctx context.Context) (err error) {
+			resp, err = s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(a.guard), "=", 0)).
+				Then(clientv3.OpPut(a.guard, guardFenced, clientv3.WithLease(a.lease))).
+				Else(clientv3.OpGet(a.guard)).Commit()
+			return err
+		})
+		switch {
+		case err == nil && resp.Succeeded:
+			return false, nil
+		case err == nil:
+			kvs := resp.Responses[0].GetResponseRange().GetKvs()
+			return len(kvs) > 0 && string(kvs[0].Value) == guardApplied, nil
+		case isLeaseNotFound(err):
+			// The lease expired, and the guard with it, if a wrote it.
+			return false, fmt.Errorf("%w: the guard's lease expired: %w", ErrUnknownOutcome, cause)
+		case !transient(ctx, err):
+			return false, fmt.Errorf("%w: %w", ErrUnknownOutcome, errors.Join(cause, err))
+		}
+		cause = err
+	}
+}
