@@ -165,9 +165,9 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 	for _, op := range ops {
 		switch op.Kind {
 		case kv.OpPut:
-			err = pb.Set(op.Key, op.Value, nil)
+			err = pb.Set(encodeKey(op.Key), op.Value, nil)
 		case kv.OpDelete:
-			err = pb.Delete(op.Key, nil)
+			err = pb.Delete(encodeKey(op.Key), nil)
 		}
 		if err != nil {
 			return fmt.Errorf("pebblestore: batch: %w", err)
@@ -229,10 +229,11 @@ func (s *Store) checkExpectations(db *pebble.DB, ops []kv.Op, of []uint8) error 
 		for _, i := range expect {
 			var v []byte
 			var err error
+			key := encodeKey(ops[i].Key)
 			if ops[i].Kind == kv.OpExpectAbsent {
-				v, err = getLikelyAbsent(db, ops[i].Key, buf[:0])
+				v, err = getLikelyAbsent(db, key, buf[:0])
 			} else {
-				v, err = get(db, ops[i].Key, buf[:0])
+				v, err = get(db, key, buf[:0])
 			}
 			if err != nil {
 				return err
@@ -255,13 +256,8 @@ func (s *Store) checkExpectations(db *pebble.DB, ops []kv.Op, of []uint8) error 
 		for _, i := range expect {
 			op := ops[i]
 			var v []byte // nil: absent
-			valid := false
-			if len(op.Key) == 0 {
-				valid = it.First() // Pebble's invariant checks cannot seek to ""
-			} else {
-				valid = it.SeekGE(op.Key)
-			}
-			if valid && bytes.Equal(it.Key(), op.Key) {
+			key := encodeKey(op.Key)
+			if it.SeekGE(key) && bytes.Equal(it.Key(), key) {
 				var err error
 				if v, err = it.ValueAndErr(); err != nil {
 					return fmt.Errorf("pebblestore: get: %w", err)
@@ -288,12 +284,13 @@ const maxBatchBytes = math.MaxUint32
 
 // batchBytes returns at least the size of ops' writes in a Pebble batch:
 // its header, and for each write what Pebble reserves for it, its kind, key
-// and value and two lengths of up to 5 bytes.
+// (one byte more than the kv key's at most, see encodeKey) and value and
+// two lengths of up to 5 bytes.
 func batchBytes(ops []kv.Op) uint64 {
 	n := uint64(12)
 	for _, op := range ops {
 		if op.IsWrite() {
-			n += 1 + 2*binary.MaxVarintLen32 + uint64(len(op.Key)) + uint64(len(op.Value))
+			n += 2 + 2*binary.MaxVarintLen32 + uint64(len(op.Key)) + uint64(len(op.Value))
 		}
 	}
 	return n
@@ -336,11 +333,8 @@ func (s *Store) unlockStripes(stripes []uint8) {
 // record an insert expects absent: it consults the bloom filters of every
 // level, the last one's included, which a Get skips (they are large, and
 // spare nothing when the key is present), so that the absent key costs no
-// data block search in the last level.
+// data block search in the last level. Like get, it takes a Pebble key.
 func getLikelyAbsent(db *pebble.DB, key, dst []byte) ([]byte, error) {
-	if len(key) == 0 {
-		return get(db, key, dst) // Pebble's invariant checks cannot seek to ""
-	}
 	it, err := db.NewIter(&pebble.IterOptions{UseL6Filters: true})
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: get: %w", err)

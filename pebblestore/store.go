@@ -89,9 +89,10 @@ type Options struct {
 	// Pebble tunes the engine; nil means Pebble's defaults with bloom
 	// filters. Open uses a copy, sets its cache size when CacheSize is set
 	// or it has none, and its Logger when Logger is set. Its FS and Lock are
-	// ignored. Open refuses a Comparer other than Pebble's default (the
-	// store orders keys by bytes.Compare), ReadOnly without Options.ReadOnly,
-	// a Cache beside CacheSize, and whatever Pebble's own checks refuse.
+	// ignored, and its Comparer replaced by the store's, Pebble's default
+	// (the store orders keys by bytes.Compare). Open refuses a Comparer of
+	// another name, ReadOnly without Options.ReadOnly, a Cache beside
+	// CacheSize, and whatever Pebble's own checks refuse.
 	Pebble *pebble.Options
 	// Logger receives Pebble's messages: informational ones at Debug level,
 	// errors at Error level. Nil drops them.
@@ -137,7 +138,9 @@ var _ kv.Store = (*Store)(nil)
 // needed. It fails with an error wrapping ErrLocked when another store holds
 // dir, ErrInvalidDir when dir is empty or not a directory, ErrNoStore when
 // dir must hold a store and does not, and kv.ErrInvalidArgument
-// when an option is invalid, before it creates anything.
+// when an option is invalid, before it creates anything. A store that
+// pebblestore v0.1.0 wrote, Open upgrades to the format of this version,
+// unless read-only (see ErrFormat).
 func Open(dir string, opts Options) (*Store, error) {
 	po, err := pebbleOptions(opts)
 	if err != nil {
@@ -171,6 +174,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{wo: pebble.Sync, seed: maphash.MakeSeed(), db: db, lock: lock, readOnly: opts.ReadOnly}
 	if opts.NoSync {
 		s.wo = pebble.NoSync
+	}
+	if err := prepareFormat(db, opts.ReadOnly, s.wo, maxBatchBytes); err != nil {
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, err
 	}
 	return s, nil
 }
@@ -217,7 +226,7 @@ func pebbleOptions(opts Options) (*pebble.Options, error) {
 	case po.CacheSize == 0:
 		po.CacheSize = max(defaultCache, 4*opts.MemTableSize)
 	}
-	po.FS, po.Lock, po.ReadOnly = vfs.Default, nil, opts.ReadOnly
+	po.FS, po.Lock, po.ReadOnly, po.Comparer = vfs.Default, nil, opts.ReadOnly, comparer
 	if opts.Logger != nil || po.Logger == nil {
 		po.Logger = slogLogger{opts.Logger}
 	}
@@ -281,7 +290,10 @@ func isLockHeld(err error) bool {
 }
 
 // DB returns the underlying Pebble database, for metrics, checkpoints and
-// compactions. Writing to it directly bypasses the store's conditional
+// compactions. It holds each key under itself, unless the key is empty
+// (held under 0x00) or starts with 0x00 (held under 0x00 and the key), and
+// the store's format under a key that starts with 0x00 0x01. Writing to
+// it directly bypasses the store's conditional
 // batches and the indexes, and leaves stale what Apply caches of the keys
 // it writes (see Apply); closing it is Close's work: Pebble panics on every
 // later call, the store's included. It returns nil once the store is
@@ -320,7 +332,7 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	defer s.mu.RUnlock()
 	st := &s.stripes[s.stripeOf(key)]
 	seq := st.writes.Load()
-	v, err := get(db, key, nil)
+	v, err := get(db, encodeKey(key), nil)
 	if err == nil {
 		st.noteRead(key, v, seq)
 	}
@@ -330,8 +342,8 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return v, err
 }
 
-// get appends the value of key to dst and returns it (non-nil), or nil when
-// key is absent.
+// get appends the value of the Pebble key key to dst and returns it
+// (non-nil), or nil when key is absent.
 func get(db *pebble.DB, key, dst []byte) ([]byte, error) {
 	v, closer, err := db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -371,13 +383,8 @@ func (s *Store) GetMany(ctx context.Context, keys [][]byte, dst [][]byte) ([][]b
 	buf := []byte{}                    // never nil: nor is a present empty value
 	for _, i := range order {
 		spans[i] = [2]int{-1, -1}
-		var valid bool
-		if len(keys[i]) == 0 {
-			valid = it.First() // Pebble's invariant checks cannot seek to ""
-		} else {
-			valid = it.SeekGE(keys[i])
-		}
-		if !valid || !bytes.Equal(it.Key(), keys[i]) {
+		key := encodeKey(keys[i])
+		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
 			continue
 		}
 		v, err := it.ValueAndErr()
@@ -462,47 +469,48 @@ func (s *Store) readChunk(ctx context.Context, r kv.ScanRange, after []byte, n i
 	if empty(r, after) {
 		return nil
 	}
-	lower := r.Start
-	if len(lower) == 0 {
-		lower = nil // the same bound; Pebble's invariant checks cannot seek to ""
+	var lower, upper []byte
+	if r.Start != nil {
+		lower = encodeKey(r.Start)
 	}
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: r.End})
+	if r.End != nil {
+		upper = encodeKey(r.End)
+	}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("pebblestore: scan: %w", err)
 	}
 	var valid bool
 	switch {
 	case r.Reverse && after != nil && (r.End == nil || bytes.Compare(after, r.End) < 0):
-		valid = it.SeekLT(after)
+		valid = it.SeekLT(encodeKey(after))
 	case r.Reverse:
 		valid = it.Last()
 	case after != nil && (r.Start == nil || bytes.Compare(after, r.Start) >= 0):
-		// Pebble's invariant checks (on under -race) cannot seek to the empty
-		// key, the first of all keys: First stands in for it.
-		if len(after) == 0 {
-			valid = it.First()
-		} else {
-			valid = it.SeekGE(after)
-		}
-		if valid && bytes.Equal(it.Key(), after) {
+		key := encodeKey(after)
+		valid = it.SeekGE(key)
+		if valid && bytes.Equal(it.Key(), key) {
 			valid = it.Next()
 		}
 	default:
 		valid = it.First()
 	}
-	for valid {
+	for ; valid; valid = step(it, r.Reverse) {
+		key, ok := decodeKey(it.Key())
+		if !ok {
+			continue // the format marker
+		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			break
 		}
-		c.buf = append(c.buf, it.Key()...)
+		c.buf = append(c.buf, key...)
 		c.offsets = append(c.offsets, len(c.buf))
 		c.buf = append(c.buf, v...)
 		c.offsets = append(c.offsets, len(c.buf))
 		if len(c.offsets) == 2*n {
 			break
 		}
-		valid = step(it, r.Reverse)
 	}
 	err = errors.Join(it.Error(), it.Close())
 	if err != nil {

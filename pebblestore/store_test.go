@@ -45,6 +45,16 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceReopen: the empty key with large values, its neighbours
+// and its deletes survive a close and an Open, which writes what Pebble's
+// write-ahead log holds to sstables.
+func TestConformanceReopen(t *testing.T) {
+	storetest.TestStoreReopen(t, func(t *testing.T) func() kv.Store {
+		dir := t.TempDir()
+		return func() kv.Store { return open(t, dir, pebblestore.Options{}) }
+	})
+}
+
 // TestReopen: what one store wrote, the next one on the directory reads.
 func TestReopen(t *testing.T) {
 	ctx := context.Background()

@@ -23,6 +23,11 @@
 // called deadlocked, however long it runs while it makes progress, so that
 // a slow machine cannot fail it.
 //
+// A store that keeps its data also runs TestStoreReopen: the suite's
+// check of extreme keys and values (the empty key holding megabytes, its
+// neighbours, its deletion) with the store closed and reopened between
+// writes and reads.
+//
 // Beyond the Store contract, the suite runs tables on a backend's stores:
 // TestShardedTable a table over a ShardedStore of its shards, against a
 // map of what the table should hold, and TestLimits a table whose records
@@ -70,6 +75,7 @@ var suite = []struct {
 	{"GetPutDelete", testGetPutDelete},
 	{"EmptyValue", testEmptyValue},
 	{"EmptyKey", testEmptyKey},
+	{"ExtremeKeys", testExtremeKeys},
 	{"Order", testOrder},
 	{"Bounds", testBounds},
 	{"RandomRanges", testRandomRanges},
