@@ -87,8 +87,8 @@ bench-pebble:
 		$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchmem -benchtime=1x -count=5 .)
 
 # The etcd store on a 3-member etcd cluster in the benchmark's process: inserts and ranges of 100
-# of each strategy against raw etcd client calls, with their round trips, in one run (about 2
-# minutes): bench/raw/etcd.txt.
+# of each strategy against raw etcd client calls, with their round trips, in one run (about 30
+# seconds): bench/raw/etcd.txt.
 bench-etcd:
 	$(call benchrun,etcd,$(GO) test -run='^$$' -bench='^BenchmarkEtcd$$' -benchmem -benchtime=1000x -count=5 ./etcdstore/)
 
