@@ -56,15 +56,15 @@ func runNeutral(out string) []string {
 }
 
 // startEtcd starts a one-member etcd cluster, embedded in the test's
-// process on loopback ports the system picks, and returns its client URL;
-// t.Cleanup stops it. (etcdstore's etcdtest clusters are internal to
-// etcdstore's module, which the examples cannot import.)
+// process, on loopback ports the system picks as etcd listens (port 0), and
+// returns its client URL; t.Cleanup stops it. etcdstore's etcdtest is an
+// internal package of etcdstore, which the examples may not import.
 func startEtcd(t *testing.T) string {
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
-	any := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{any}, []url.URL{any}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{any}, []url.URL{any}
+	port0 := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{port0}, []url.URL{port0}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{port0}, []url.URL{port0}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.UnsafeNoFsync = true // the data lives as long as the test
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
