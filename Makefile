@@ -13,16 +13,19 @@ TESTTIMEOUT ?= 1h
 # The core module and the nested ones (go.work joins them): Pebble lives in
 # pebblestore's module, so the core's go.mod never requires it. The Azure Table
 # store's module (azstore) joins them once it exists; its tests need Azurite,
-# which scripts/azurite installs (pinned npm package), starts and stops.
+# which scripts/azurite installs (pinned npm package), starts and stops. The
+# etcd store's module (etcdstore) joins them the same way; its tests run etcd
+# in their own process.
 AZSTORE = $(if $(wildcard azstore/go.mod),./azstore/...)
-PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... ./cmd/indextable/... $(AZSTORE)
+ETCDSTORE = $(if $(wildcard etcdstore/go.mod),./etcdstore/...)
+PACKAGES = ./... ./pebblestore/... ./examples/... ./bench/... ./cmd/indextable/... $(AZSTORE) $(ETCDSTORE)
 
 # The release check's program (RELEASING.md) is a module of its own, outside go.work, so
 # that neither the core nor the workspace requires golang.org/x/mod.
 RELEASEGO = GOWORK=off $(GO) -C internal/releasecheck
 RELEASECHECK = $(RELEASEGO) run . -root $(CURDIR)
 
-.PHONY: test azurite bench bench-upkeep bench-pebble bench-azurite bench-azurite-cost bench-sharded bench-compare bench-results fuzz lint examples release-check release-prepare tidy
+.PHONY: test azurite bench bench-upkeep bench-pebble bench-etcd bench-azurite bench-azurite-cost bench-sharded bench-compare bench-results fuzz lint examples release-check release-prepare tidy
 
 # vet, then every test of every module and of the release check's program with the race
 # detector (under Azurite when the Azure store exists).
@@ -82,6 +85,12 @@ bench-pebble:
 	$(call benchrun,pebble,cd pebblestore && $(GO) test -run='^$$' -bench='Pebble/100k' -benchmem -benchtime=2000x -count=6 . && \
 		$(GO) test -run='^$$' -bench='Pebble/1M' -benchmem -benchtime=2000x -count=3 . && \
 		$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchmem -benchtime=1x -count=5 .)
+
+# The etcd store on a 3-member etcd cluster in the benchmark's process: inserts and ranges of 100
+# of each strategy against raw etcd client calls, with their round trips, in one run (about 30
+# seconds): bench/raw/etcd.txt.
+bench-etcd:
+	$(call benchrun,etcd,$(GO) test -run='^$$' -bench='^BenchmarkEtcd$$' -benchmem -benchtime=1000x -count=5 ./etcdstore/)
 
 # The Azure Table store's writes, range reads and gets on Azurite, in one run (about 2
 # minutes), then bulk loads of 2,000 customers in 20 partitions, their requests counted, one

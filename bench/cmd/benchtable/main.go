@@ -10,9 +10,10 @@
 // output of its runs after two lines of its own, "date: ..." and "go: ...":
 // table.txt (make bench), compare.txt (make bench-compare), upkeep.txt
 // (make bench-upkeep), pebble.txt (make bench-pebble), azurite.txt (make
-// bench-azurite) and sharded.txt (make bench-sharded). A target rewrites its
-// own file and runs this command, so the other sections stay as last
-// measured. A section whose file is missing says which target makes it.
+// bench-azurite), sharded.txt (make bench-sharded) and etcd.txt (make
+// bench-etcd). A target rewrites its own file and runs this command, so the
+// other sections stay as last measured. A section whose file is missing
+// says which target makes it.
 // Besides, bench/raw/baseline holds earlier runs, copied unchanged from the
 // commit their name says, that a target compares with (heapBaseline).
 // Nothing in results.md is typed by hand: a test checks that it is what
@@ -63,7 +64,7 @@ func render(dir string) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprint(&b, header)
 	found := 0
-	for _, s := range sections {
+	for _, s := range append(sections, etcdSection) { // etcd.go's, last
 		fmt.Fprintf(&b, "\n## %s\n\n", s.title)
 		data, err := os.ReadFile(filepath.Join(dir, s.file))
 		if errors.Is(err, fs.ErrNotExist) {

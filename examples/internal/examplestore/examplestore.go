@@ -1,7 +1,7 @@
 // Package examplestore opens the store the examples run on: the in-memory
-// default, a Pebble store in a directory, or, for the examples that run
-// there, an Azure table (Azurite's, for instance). The data in Pebble or
-// Azure outlives the run.
+// default, a Pebble store in a directory, an etcd cluster, or, for the
+// examples that run there, an Azure table (Azurite's, for instance). The
+// data in Pebble, etcd or Azure outlives the run.
 package examplestore
 
 import (
@@ -12,10 +12,14 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/azstore"
+	"github.com/indextable/indextable/etcdstore"
 	"github.com/indextable/indextable/kv"
 	"github.com/indextable/indextable/pebblestore"
 )
@@ -31,14 +35,23 @@ const (
 	// EnvAzureTable names the environment variable that, like the
 	// -azure-table flag, names the Azure table in place of the example.
 	EnvAzureTable = "INDEXTABLE_AZURE_TABLE"
+	// EnvEtcd names the environment variable that, like the -etcd flag,
+	// puts an example's data in etcd, on the cluster of the comma-separated
+	// client URLs it holds.
+	EnvEtcd = "INDEXTABLE_ETCD_ENDPOINTS"
 )
+
+// ErrExclusive reports that more than one store was chosen: -pebble, -etcd
+// and -azure (or their environment variables) exclude each other.
+var ErrExclusive = errors.New("examplestore: more than one store chosen")
 
 // Run is an example's body, run on the store it is given.
 type Run func(context.Context, kv.Store) error
 
 // Main is an example's main: it parses the -pebble flag (default
-// $INDEXTABLE_PEBBLE_DIR), opens the store, runs the example on it and
-// closes it, and exits with the error if any.
+// $INDEXTABLE_PEBBLE_DIR) and the -etcd and -etcd-prefix flags (see
+// Choice), opens the store, runs the example on it and closes it, and
+// exits with the error if any.
 func Main(run Run) { start("", run) }
 
 // MainAzure is Main for an example that also runs on Azure Table storage:
@@ -80,8 +93,13 @@ func MainShards(n int, run func(context.Context, []kv.Store) error) {
 
 // start is Main, with the Azure flags when table is set.
 func start(table string, run Run) {
-	dir := flag.String("pebble", os.Getenv(EnvDir),
+	var c Choice
+	flag.StringVar(&c.Dir, "pebble", os.Getenv(EnvDir),
 		"keep the data in a Pebble store in this directory (default $"+EnvDir+"; empty: in memory)")
+	etcd := flag.String("etcd", os.Getenv(EnvEtcd),
+		"keep the data in etcd, on the cluster of these comma-separated client URLs (default $"+EnvEtcd+")")
+	flag.StringVar(&c.EtcdPrefix, "etcd-prefix", DefaultEtcdPrefix(),
+		"the part of the etcd cluster's key space that -etcd keeps the data under")
 	// The Azure defaults are applied after parsing, so that the usage
 	// message does not show an account key.
 	var conn, azTable string
@@ -93,11 +111,12 @@ func start(table string, run Run) {
 	}
 	flag.Parse()
 	if table != "" {
-		conn = cmp.Or(conn, os.Getenv(EnvAzure))
-		table = cmp.Or(azTable, os.Getenv(EnvAzureTable), table)
+		c.Azure = cmp.Or(conn, os.Getenv(EnvAzure))
+		c.AzureTable = cmp.Or(azTable, os.Getenv(EnvAzureTable), table)
 	}
+	c.Etcd = Endpoints(*etcd)
 	ctx := context.Background()
-	s, err := open(ctx, *dir, conn, table)
+	s, err := c.Open(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -106,27 +125,85 @@ func start(table string, run Run) {
 	}
 }
 
-// open returns the Pebble store in dir, or the store in the Azure table of
-// the account of conn, saying which on standard output, and a new
-// in-memory store when both are empty.
-func open(ctx context.Context, dir, conn, table string) (kv.Store, error) {
+// Choice is the store an example runs on, as its flags chose it: at most
+// one of Dir, Etcd and Azure is set, and none for the in-memory store.
+type Choice struct {
+	Dir        string   // -pebble: the Pebble store in this directory
+	Etcd       []string // -etcd: the etcd cluster of these client URLs
+	EtcdPrefix string   // -etcd-prefix: the key space of Etcd's store
+	Azure      string   // -azure: the connection string of the account
+	AzureTable string   // -azure-table: the table on Azure's account
+}
+
+// Open returns the store of c, saying which on standard output, and a new
+// in-memory store when c chooses none. More than one store is an error
+// wrapping ErrExclusive.
+func (c Choice) Open(ctx context.Context) (kv.Store, error) {
+	var chosen, vars []string
+	for _, o := range []struct {
+		set       bool
+		flag, env string
+	}{{c.Dir != "", "-pebble", EnvDir}, {len(c.Etcd) > 0, "-etcd", EnvEtcd}, {c.Azure != "", "-azure", EnvAzure}} {
+		if o.set {
+			chosen, vars = append(chosen, o.flag), append(vars, "$"+o.env)
+		}
+	}
+	if len(chosen) > 1 {
+		return nil, fmt.Errorf("%w: %s exclude each other (mind %s)", ErrExclusive, and(chosen), and(vars))
+	}
 	switch {
-	case dir != "" && conn != "":
-		return nil, errors.New("examplestore: -pebble and -azure exclude each other (mind $" + EnvDir + " and $" + EnvAzure + ")")
-	case dir != "":
-		s, err := pebblestore.Open(dir, pebblestore.Options{})
+	case c.Dir != "":
+		s, err := pebblestore.Open(c.Dir, pebblestore.Options{})
 		if err != nil {
 			return nil, err
 		}
-		fmt.Printf("Store: Pebble in %s\n\n", dir)
+		fmt.Printf("Store: Pebble in %s\n\n", c.Dir)
 		return s, nil
-	case conn != "":
-		s, err := azstore.Open(ctx, conn, azstore.Options{Table: table})
+	case len(c.Etcd) > 0:
+		s, err := etcdstore.Open(ctx, c.Etcd, etcdstore.Options{Prefix: c.EtcdPrefix})
 		if err != nil {
 			return nil, err
 		}
-		fmt.Printf("Store: Azure Table storage, table %s\n\n", table)
+		fmt.Printf("Store: etcd at %s, prefix %s\n\n", strings.Join(c.Etcd, ","), cmp.Or(c.EtcdPrefix, etcdstore.DefaultPrefix))
+		return s, nil
+	case c.Azure != "":
+		s, err := azstore.Open(ctx, c.Azure, azstore.Options{Table: c.AzureTable})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("Store: Azure Table storage, table %s\n\n", c.AzureTable)
 		return s, nil
 	}
 	return indextable.NewMemoryStore(), nil
+}
+
+// and joins words as a list: "a and b", "a, b and c".
+func and(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// Endpoints returns the client URLs of list, comma-separated, with spaces
+// and empty items left out.
+func Endpoints(list string) []string {
+	var eps []string
+	for _, e := range strings.Split(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			eps = append(eps, e)
+		}
+	}
+	return eps
+}
+
+// DefaultEtcdPrefix returns the -etcd-prefix of the running example:
+// "examples/" and the last element of its main package's path, such as
+// "examples/customers/", so that examples share a cluster without sharing
+// their data; "examples/" when the binary does not say.
+func DefaultEtcdPrefix() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Path != "" {
+		return "examples/" + path.Base(info.Path) + "/"
+	}
+	return "examples/"
 }
