@@ -122,6 +122,8 @@ func transient(ctx context.Context, err error) bool {
 		return true
 	case codes.ResourceExhausted:
 		return strings.Contains(err.Error(), "too many requests")
+	case codes.Unknown: // raft drops proposals while no member leads
+		return strings.Contains(err.Error(), "raft proposal dropped")
 	}
 	return false
 }

@@ -205,7 +205,7 @@ func run(t *testing.T, bin string, vars []string, args ...string) string {
 // store for the examples, and with vars.
 func env(vars ...string) []string {
 	return append(os.Environ(), append([]string{
-		"INDEXTABLE_PEBBLE_DIR=", "INDEXTABLE_AZURE_CONNECTION=", "INDEXTABLE_AZURE_TABLE=",
+		"INDEXTABLE_PEBBLE_DIR=", "INDEXTABLE_AZURE_CONNECTION=", "INDEXTABLE_AZURE_TABLE=", "INDEXTABLE_ETCD_ENDPOINTS=",
 	}, vars...)...)
 }
 

@@ -19,7 +19,7 @@ var errTree = errors.New("bad tree")
 // with go get, and the tool they install with go install. The examples and
 // the benchmarks are not published.
 var (
-	libraries = []string{".", "pebblestore", "azstore"}
+	libraries = []string{".", "pebblestore", "azstore", "etcdstore"}
 	tool      = "cmd/indextable"
 )
 
