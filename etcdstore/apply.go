@@ -43,9 +43,13 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 	}
 	cmps, ops := s.txn(b)
 	if len(ops) == 0 { // expectations only: a read
+		// etcd serves a transaction of compares alone from any member's own
+		// state, which may lag (it counts it serializable); a linearizable
+		// get in it makes the member catch up with the leader first.
+		get := clientv3.OpGet(s.data, clientv3.WithCountOnly())
 		var resp *clientv3.TxnResponse
 		err := s.read(ctx, func(ctx context.Context) (err error) {
-			resp, err = s.client.Txn(ctx).If(cmps...).Commit()
+			resp, err = s.client.Txn(ctx).If(cmps...).Then(get).Else(get).Commit()
 			return err
 		})
 		if err != nil {

@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/indextable/indextable/kv"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/server/v3/etcdserver/txn"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -135,4 +137,46 @@ func TestApplyAfterLeaseExpired(t *testing.T) {
 	v, err := s.Get(ctx, []byte("b"))
 	require.NoError(t, err)
 	require.Equal(t, "v", string(v))
+}
+
+// TestExpectationsReadLinearizably: a batch of expectations alone is a
+// read-only transaction, which etcd serves from the member's own state,
+// possibly behind the leader, unless it holds a linearizable range: it
+// must, in either branch, as etcd's own rule (txn.IsTxnSerializable)
+// decides.
+func TestExpectationsReadLinearizably(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	var sent []*etcdserverpb.TxnRequest
+	var mu sync.Mutex
+	record := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if r, ok := req.(*etcdserverpb.TxnRequest); ok {
+			mu.Lock()
+			sent = append(sent, r)
+			mu.Unlock()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	s, err := etcdstore.New(faultyClient(t, c, record), etcdstore.Options{Prefix: "lin/"})
+	require.NoError(t, err)
+	require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")})))
+	for _, b := range []*kv.Batch{
+		kv.NewBatch(kv.Op{Kind: kv.OpExpectValue, Key: []byte("k"), Value: []byte("v")}, kv.Op{Kind: kv.OpExpectAbsent, Key: []byte("k2")}),
+		kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: []byte("k")}),
+	} {
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		err := s.Apply(ctx, b)
+		if b.Len() == 1 {
+			require.ErrorIs(t, err, indextable.ErrConflict)
+		} else {
+			require.NoError(t, err)
+		}
+		mu.Lock()
+		require.NotEmpty(t, sent)
+		require.True(t, txn.IsTxnReadonly(sent[0]))
+		require.False(t, txn.IsTxnSerializable(sent[0]), "expectations read from a member's own state")
+		mu.Unlock()
+	}
 }
