@@ -82,7 +82,7 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 			s.dropLease(a.lease)
 			continue
 		case !transient(ctx, err):
-			if ctx.Err() != nil {
+			if !refused(err) { // ctx ended, or the store closed, with b sent
 				err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
 			}
 			return fmt.Errorf("etcdstore: applying %d operations: %w", len(b.Ops()), err)
@@ -172,6 +172,11 @@ func (s *Store) dropLease(lease clientv3.LeaseID) {
 // applied: it writes a's guard itself, expecting it absent. If that
 // applies, a never will; if the guard is there, a's batch wrote it.
 func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (bool, error) {
+	// The fence is tried at least once, even past the call's Timeout, so
+	// that the outcome is known whenever the cluster answers.
+	if least := time.Now().Add(tryTimeout); c.deadline.Before(least) {
+		c.deadline = least
+	}
 	for {
 		if err := c.pause(ctx, cause); err != nil {
 			return false, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)

@@ -2,17 +2,21 @@ package etcdstore_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/etcdstore"
 	"github.com/indextable/indextable/etcdstore/internal/etcdtest"
 	"github.com/indextable/indextable/kv"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/txn"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -179,4 +183,263 @@ func TestExpectationsReadLinearizably(t *testing.T) {
 		require.False(t, txn.IsTxnSerializable(sent[0]), "expectations read from a member's own state")
 		mu.Unlock()
 	}
+}
+
+// isBatch reports whether req is a batch's transaction (it puts, and has
+// no Else); isFence whether it is a fence (it has an Else).
+func isBatch(req any) bool {
+	txn, ok := req.(*etcdserverpb.TxnRequest)
+	return ok && len(txn.Failure) == 0 &&
+		slices.ContainsFunc(txn.Success, func(op *etcdserverpb.RequestOp) bool { return op.GetRequestPut() != nil })
+}
+
+func isFence(req any) bool {
+	txn, ok := req.(*etcdserverpb.TxnRequest)
+	return ok && len(txn.Failure) > 0
+}
+
+// lateCopy holds the first batch transaction it sees: the caller gets its
+// error (by default at once, as when a connection breaks after sending),
+// while the request itself waits in the interceptor until release, and
+// only then reaches the server: a copy that arrives late.
+type lateCopy struct {
+	armed    atomic.Bool
+	stall    bool // the caller waits until its try's context ends
+	fences   atomic.Int32
+	batches  atomic.Int32
+	release  chan struct{}
+	answered chan struct{} // closed once the held copy got its answer
+	resp     *etcdserverpb.TxnResponse
+	err      error
+}
+
+func newLateCopy() *lateCopy {
+	l := &lateCopy{release: make(chan struct{}), answered: make(chan struct{})}
+	l.armed.Store(true)
+	return l
+}
+
+func (l *lateCopy) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if isFence(req) {
+		l.fences.Add(1)
+	}
+	if !isBatch(req) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	l.batches.Add(1)
+	if !l.armed.Swap(false) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	go func() {
+		defer close(l.answered)
+		<-l.release
+		resp := &etcdserverpb.TxnResponse{}
+		l.err = invoker(context.Background(), method, req, resp, cc, opts...)
+		l.resp = resp
+	}()
+	if l.stall {
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return status.Error(codes.Unavailable, "injected: the connection broke after sending")
+}
+
+// deliver lets the held copy reach the server and reports whether it
+// applied.
+func (l *lateCopy) deliver(t *testing.T) bool {
+	close(l.release)
+	<-l.answered
+	if l.err != nil {
+		t.Logf("the late copy failed: %v", l.err)
+		return false
+	}
+	return l.resp.Succeeded
+}
+
+// rawVersion returns the number of times etcd key k was written since it
+// was created (0: absent).
+func rawVersion(t *testing.T, cli *clientv3.Client, k string) int64 {
+	resp, err := cli.Get(context.Background(), k)
+	require.NoError(t, err)
+	if len(resp.Kvs) == 0 {
+		return 0
+	}
+	return resp.Kvs[0].Version
+}
+
+// TestApplyLateCopyAfterFence: a batch's first try is sent but its answer
+// lost, and the copy reaches the server only after the store fenced it
+// and applied the batch in a second attempt: the late copy must not apply
+// (a put applied twice, a delete undoing a later write). It must not
+// either when the guards' lease was revoked (as expiry would) between the
+// fence and the late copy: the guard is gone then, but so is the lease
+// the copy writes it under.
+func TestApplyLateCopyAfterFence(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 3, etcdtest.Options{})
+	for _, tc := range []struct {
+		name   string
+		delete bool // the batch deletes only
+		revoke bool
+	}{
+		{name: "put"},
+		{name: "delete only", delete: true},
+		{name: "put, lease revoked before the late copy", revoke: true},
+		{name: "delete only, lease revoked before the late copy", delete: true, revoke: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLateCopy()
+			l.armed.Store(false)
+			prefix := t.Name() + "/"
+			s, err := etcdstore.New(faultyClient(t, c, l.intercept), etcdstore.Options{Prefix: prefix})
+			require.NoError(t, err)
+			raw := c.Client(t)
+			k := []byte("k")
+			b := kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: k, Value: []byte("v")})
+			if tc.delete {
+				require.NoError(t, s.Apply(ctx, b))
+				b = kv.NewBatch(kv.Op{Kind: kv.OpDelete, Key: k})
+			}
+			l.armed.Store(true)
+			require.NoError(t, s.Apply(ctx, b))
+			require.EqualValues(t, 1, l.fences.Load(), "fences")
+			if tc.delete {
+				// A later write the late delete would undo.
+				require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: k, Value: []byte("later")})))
+			}
+			if tc.revoke {
+				leases, err := raw.Leases(ctx)
+				require.NoError(t, err)
+				for _, l := range leases.Leases {
+					_, err := raw.Revoke(ctx, l.ID)
+					require.NoError(t, err)
+				}
+			}
+			require.False(t, l.deliver(t), "the late copy applied")
+			if tc.delete {
+				v, err := s.Get(ctx, k)
+				require.NoError(t, err)
+				require.Equal(t, "later", string(v))
+			} else {
+				require.EqualValues(t, 1, rawVersion(t, raw, prefix+"d"+string(k)), "writes of the key")
+			}
+		})
+	}
+}
+
+// TestApplyShortTimeoutFences: with an Options.Timeout shorter than a
+// try, a try that times out uses up the whole Timeout; the store still
+// sends one fence, so the copy still in flight can never apply after
+// Apply returned, even as ErrUnknownOutcome.
+func TestApplyShortTimeoutFences(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	l := newLateCopy()
+	l.stall = true
+	s, err := etcdstore.New(faultyClient(t, c, l.intercept), etcdstore.Options{Prefix: t.Name() + "/", Timeout: time.Second})
+	require.NoError(t, err)
+	err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+	t.Logf("Apply: %v; fences sent: %d", err, l.fences.Load())
+	if err != nil { // else the fence applied and a new attempt did
+		require.ErrorIs(t, err, etcdstore.ErrUnknownOutcome)
+	}
+	assert.Positive(t, l.fences.Load(), "a fence was tried")
+	require.False(t, l.deliver(t), "the copy in flight applied after Apply returned")
+}
+
+// TestApplyKnownUnappliedAfterTimeout: the first try is not sent, the
+// fence applies (so the batch cannot apply any more), but the fence's
+// answer comes after the Timeout. Apply must not report ErrUnknownOutcome
+// for a batch known not to have applied.
+func TestApplyKnownUnappliedAfterTimeout(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	const timeout = time.Second
+	var batches, sentBatches atomic.Int32
+	intercept := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		switch {
+		case isFence(req):
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			time.Sleep(timeout) // the answer comes back after the call's deadline
+			return err
+		case isBatch(req) && batches.Add(1) == 1:
+			return status.Error(codes.Unavailable, "injected: not sent")
+		case isBatch(req) && ctx.Err() == nil:
+			sentBatches.Add(1)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	s, err := etcdstore.New(faultyClient(t, c, intercept), etcdstore.Options{Prefix: t.Name() + "/", Timeout: timeout})
+	require.NoError(t, err)
+	err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+	t.Logf("Apply: %v; batches %d, of which sent with time left: %d", err, batches.Load(), sentBatches.Load())
+	_, gerr := s.Get(ctx, []byte("k"))
+	if errors.Is(gerr, indextable.ErrNotFound) && sentBatches.Load() == 0 {
+		require.NotErrorIs(t, err, etcdstore.ErrUnknownOutcome, "no copy of the batch can apply")
+	}
+}
+
+// TestApplyCancelledWhileResolving: the batch's answer is lost (it applied),
+// and the caller's context is cancelled while the fence waits: Apply
+// returns an error wrapping both ErrUnknownOutcome and context.Canceled.
+func TestApplyCancelledWhileResolving(t *testing.T) {
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	intercept := func(ictx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		switch {
+		case isBatch(req):
+			if err := invoker(ictx, method, req, reply, cc, opts...); err != nil {
+				return err
+			}
+			return status.Error(codes.Unavailable, "injected: the answer was lost")
+		case isFence(req):
+			cancel()
+			<-ictx.Done()
+			return status.FromContextError(ictx.Err()).Err()
+		}
+		return invoker(ictx, method, req, reply, cc, opts...)
+	}
+	s, err := etcdstore.New(faultyClient(t, c, intercept), etcdstore.Options{Prefix: t.Name() + "/"})
+	require.NoError(t, err)
+	err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+	require.ErrorIs(t, err, etcdstore.ErrUnknownOutcome)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, indextable.ErrConflict)
+}
+
+// TestApplyClosedMidRequest: the store is closed while a batch's request is
+// at the server (it applies), so the call meets the closing connection
+// (codes.Canceled, no context's error). The batch applied, so Apply
+// reports ErrUnknownOutcome, not a plain error.
+func TestApplyClosedMidRequest(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	var s *etcdstore.Store
+	var closed sync.Once
+	intercept := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if !isBatch(req) {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		closedNow := false
+		closed.Do(func() { // as Close of a store Open made does
+			require.NoError(t, s.Close())
+			require.NoError(t, s.Client().Close())
+			closedNow = true
+		})
+		if err != nil || !closedNow {
+			return err
+		}
+		// What the connection answers a call once it closes.
+		return invoker(ctx, method, req, &etcdserverpb.TxnResponse{}, cc, opts...)
+	}
+	s, err := etcdstore.New(faultyClient(t, c, intercept), etcdstore.Options{Prefix: t.Name() + "/"})
+	require.NoError(t, err)
+	err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+	t.Logf("Apply: %v", err)
+	raw := c.Client(t)
+	require.EqualValues(t, 1, rawVersion(t, raw, t.Name()+"/dk"), "the batch applied")
+	require.Error(t, err)
+	require.ErrorIs(t, err, etcdstore.ErrUnknownOutcome)
 }

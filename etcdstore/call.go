@@ -128,6 +128,17 @@ func transient(ctx context.Context, err error) bool {
 	return false
 }
 
+// refused reports whether err is the server's refusal of a request, which
+// so changed nothing: a bad argument, a missing lease, no space left.
+func refused(err error) bool {
+	switch code(err) {
+	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
+		codes.ResourceExhausted, codes.FailedPrecondition, codes.OutOfRange, codes.Unauthenticated, codes.Unimplemented:
+		return true
+	}
+	return false
+}
+
 // isCompacted reports whether err says a revision read was compacted.
 func isCompacted(err error) bool { return errors.Is(err, rpctypes.ErrCompacted) }
 

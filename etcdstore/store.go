@@ -252,12 +252,12 @@ func (s *Store) Scan(ctx context.Context, r kv.ScanRange) iter.Seq2[kv.Entry, er
 			if r.Limit > 0 {
 				page = min(page, left)
 			}
-			resp, err := s.page(ctx, start, end, page, rev, r.Reverse)
+			resp, at, err := s.page(ctx, start, end, page, rev, r.Reverse)
 			if err != nil {
 				yield(kv.Entry{}, fmt.Errorf("etcdstore: scanning [%q, %q): %w", start[len(s.data):], end, err))
 				return
 			}
-			rev = resp.Header.Revision
+			rev = at
 			for _, e := range resp.Kvs {
 				if !yield(kv.Entry{Key: e.Key[len(s.data):], Value: present(e.Value)}, nil) {
 					return
@@ -296,9 +296,10 @@ func (s *Store) bounds(r kv.ScanRange) (start, end string) {
 }
 
 // page reads up to n keys of [start, end) at revision rev (0: the latest),
-// the last ones first when reverse. A revision compaction removed is read
-// at the latest instead: a scan need not be a snapshot.
-func (s *Store) page(ctx context.Context, start, end string, n int, rev int64, reverse bool) (*clientv3.GetResponse, error) {
+// the last ones first when reverse, and returns the revision it read at. A
+// revision compaction removed is read at the latest instead: a scan need
+// not be a snapshot.
+func (s *Store) page(ctx context.Context, start, end string, n int, rev int64, reverse bool) (*clientv3.GetResponse, int64, error) {
 	var resp *clientv3.GetResponse
 	err := s.read(ctx, func(ctx context.Context) (err error) {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(n))}
@@ -315,5 +316,11 @@ func (s *Store) page(ctx context.Context, start, end string, n int, rev int64, r
 		}
 		return err
 	})
-	return resp, err
+	if err != nil {
+		return nil, 0, err
+	}
+	if rev == 0 { // a response's header holds the latest revision, not the one read
+		rev = resp.Header.Revision
+	}
+	return resp, rev, nil
 }
