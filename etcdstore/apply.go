@@ -70,31 +70,36 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 		err = c.try(ctx, func(ctx context.Context) (err error) {
 			guarded := append(cmps[:len(cmps):len(cmps)], clientv3.Compare(clientv3.CreateRevision(a.guard), "=", 0))
 			put := clientv3.OpPut(a.guard, guardApplied, clientv3.WithLease(a.lease))
-			resp, err = s.client.Txn(ctx).If(guarded...).Then(append(ops[:len(ops):len(ops)], put)...).Commit()
+			resp, err = s.client.Txn(ctx).If(guarded...).Then(append(ops[:len(ops):len(ops)], put)...).
+				Else(clientv3.OpGet(a.guard)).Commit()
 			return err
 		})
 		switch {
-		case err == nil && resp.Succeeded:
+		case err == nil && (resp.Succeeded || guardOf(resp) == guardApplied):
+			// Applied; if by an earlier copy of the try (the client sends a
+			// transaction again after some errors), its guard says so.
 			return nil
 		case err == nil:
 			return s.conflict(ctx, b)
 		case isLeaseNotFound(err): // nothing applied: a new lease
 			s.dropLease(a.lease)
 			continue
-		case !transient(ctx, err):
-			if !refused(err) { // ctx ended, or the store closed, with b sent
-				err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
-			}
+		case refused(err):
 			return fmt.Errorf("etcdstore: applying %d operations: %w", len(b.Ops()), err)
+		case !transient(ctx, err): // ctx ended, or the client closed, with b perhaps sent
+			return fmt.Errorf("etcdstore: applying %d operations: %w: %w", len(b.Ops()), ErrUnknownOutcome, err)
 		}
-		applied, err := s.resolve(ctx, c, a, err)
-		if err != nil {
+		cause := err
+		applied, err := s.resolve(ctx, c, a, cause)
+		switch {
+		case err != nil:
 			return fmt.Errorf("etcdstore: applying %d operations: %w", len(b.Ops()), err)
-		}
-		if applied {
+		case applied:
 			return nil
+		case time.Until(c.deadline) <= 0: // fenced off: b did not apply, and never will
+			return fmt.Errorf("etcdstore: applying %d operations: not applied within the store's Timeout: %w", len(b.Ops()), cause)
 		}
-		// Fenced off: b did not apply, and that try never will.
+		// Fenced off in time: a new attempt.
 	}
 }
 
@@ -173,16 +178,19 @@ func (s *Store) dropLease(lease clientv3.LeaseID) {
 // applies, a never will; if the guard is there, a's batch wrote it.
 func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (bool, error) {
 	// The fence is tried at least once, even past the call's Timeout, so
-	// that the outcome is known whenever the cluster answers.
-	if least := time.Now().Add(tryTimeout); c.deadline.Before(least) {
-		c.deadline = least
+	// that the outcome is known whenever the cluster answers; c's own
+	// deadline stays, so that Apply's attempts end.
+	fence := &call{deadline: c.deadline, wait: c.wait}
+	if least := time.Now().Add(tryTimeout); fence.deadline.Before(least) {
+		fence.deadline = least
 	}
+	defer func() { c.wait = fence.wait }()
 	for {
-		if err := c.pause(ctx, cause); err != nil {
+		if err := fence.pause(ctx, cause); err != nil {
 			return false, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
 		}
 		var resp *clientv3.TxnResponse
-		err := c.try(ctx, func(ctx context.Context) (err error) {
+		err := fence.try(ctx, func(ctx context.Context) (err error) {
 			resp, err = s.client.Txn(ctx).
 				If(clientv3.Compare(clientv3.CreateRevision(a.guard), "=", 0)).
 				Then(clientv3.OpPut(a.guard, guardFenced, clientv3.WithLease(a.lease))).
@@ -193,8 +201,7 @@ func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (b
 		case err == nil && resp.Succeeded:
 			return false, nil
 		case err == nil:
-			kvs := resp.Responses[0].GetResponseRange().GetKvs()
-			return len(kvs) > 0 && string(kvs[0].Value) == guardApplied, nil
+			return guardOf(resp) == guardApplied, nil
 		case isLeaseNotFound(err):
 			// The lease expired, and the guard with it, if a wrote it.
 			return false, fmt.Errorf("%w: the guard's lease expired: %w", ErrUnknownOutcome, cause)
@@ -203,4 +210,16 @@ func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (b
 		}
 		cause = err
 	}
+}
+
+// guardOf returns the value of the guard a failed transaction read in its
+// Else branch: "" if the guard is absent.
+func guardOf(resp *clientv3.TxnResponse) string {
+	if len(resp.Responses) == 0 {
+		return ""
+	}
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		return string(kvs[0].Value)
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/txn"
 	"google.golang.org/grpc"
@@ -25,8 +27,7 @@ import (
 
 // txnFaults loses the answers of transactions, or does not send them, as
 // a timeout or a leader lost mid-request would, and counts them: batches
-// (with their guard) and fences (the store writing a guard itself, the one
-// kind of transaction with an Else).
+// (with their guard) and fences (the store writing a guard itself).
 type txnFaults struct {
 	loseAnswer, failSend, loseFence atomic.Int32 // how many more to hit
 	batches, fences                 atomic.Int32
@@ -35,12 +36,11 @@ type txnFaults struct {
 func take(n *atomic.Int32) bool { return n.Add(-1) >= 0 }
 
 func (f *txnFaults) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	txn, ok := req.(*etcdserverpb.TxnRequest)
-	if !ok || !slices.ContainsFunc(txn.Success, func(op *etcdserverpb.RequestOp) bool { return op.GetRequestPut() != nil }) {
+	if !isBatch(req) && !isFence(req) {
 		return invoker(ctx, method, req, reply, cc, opts...) // a read
 	}
 	lost := status.Error(codes.Unavailable, "injected: the answer was lost")
-	if len(txn.Failure) > 0 {
+	if isFence(req) {
 		f.fences.Add(1)
 		if take(&f.loseFence) {
 			invoker(ctx, method, req, reply, cc, opts...)
@@ -185,17 +185,20 @@ func TestExpectationsReadLinearizably(t *testing.T) {
 	}
 }
 
-// isBatch reports whether req is a batch's transaction (it puts, and has
-// no Else); isFence whether it is a fence (it has an Else).
-func isBatch(req any) bool {
-	txn, ok := req.(*etcdserverpb.TxnRequest)
-	return ok && len(txn.Failure) == 0 &&
-		slices.ContainsFunc(txn.Success, func(op *etcdserverpb.RequestOp) bool { return op.GetRequestPut() != nil })
-}
-
+// isFence reports whether req is a fence: a transaction that writes a
+// guard fenced off; isBatch whether it is a batch's transaction: one that
+// puts and is no fence.
 func isFence(req any) bool {
 	txn, ok := req.(*etcdserverpb.TxnRequest)
-	return ok && len(txn.Failure) > 0
+	return ok && slices.ContainsFunc(txn.Success, func(op *etcdserverpb.RequestOp) bool {
+		return string(op.GetRequestPut().GetValue()) == "f"
+	})
+}
+
+func isBatch(req any) bool {
+	txn, ok := req.(*etcdserverpb.TxnRequest)
+	return ok && !isFence(req) &&
+		slices.ContainsFunc(txn.Success, func(op *etcdserverpb.RequestOp) bool { return op.GetRequestPut() != nil })
 }
 
 // lateCopy holds the first batch transaction it sees: the caller gets its
@@ -330,7 +333,7 @@ func TestApplyLateCopyAfterFence(t *testing.T) {
 // TestApplyShortTimeoutFences: with an Options.Timeout shorter than a
 // try, a try that times out uses up the whole Timeout; the store still
 // sends one fence, so the copy still in flight can never apply after
-// Apply returned, even as ErrUnknownOutcome.
+// Apply returned, and Apply reports the batch as not applied.
 func TestApplyShortTimeoutFences(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.Start(t, 1, etcdtest.Options{})
@@ -340,8 +343,9 @@ func TestApplyShortTimeoutFences(t *testing.T) {
 	require.NoError(t, err)
 	err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
 	t.Logf("Apply: %v; fences sent: %d", err, l.fences.Load())
-	if err != nil { // else the fence applied and a new attempt did
-		require.ErrorIs(t, err, etcdstore.ErrUnknownOutcome)
+	if err != nil { // the fence applied after the Timeout: b did not apply
+		require.NotErrorIs(t, err, etcdstore.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, indextable.ErrConflict)
 	}
 	assert.Positive(t, l.fences.Load(), "a fence was tried")
 	require.False(t, l.deliver(t), "the copy in flight applied after Apply returned")
@@ -442,4 +446,74 @@ func TestApplyClosedMidRequest(t *testing.T) {
 	require.EqualValues(t, 1, rawVersion(t, raw, t.Name()+"/dk"), "the batch applied")
 	require.Error(t, err)
 	require.ErrorIs(t, err, etcdstore.ErrUnknownOutcome)
+}
+
+// TestApplyResolvesMemberErrors: the errors a member answers when it
+// stops or loses its leader, whether the batch reached the cluster or
+// not, leave the outcome to the fence, which finds it: the batch applies
+// exactly once and Apply succeeds.
+func TestApplyResolvesMemberErrors(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	raw := c.Client(t)
+	for _, injected := range []error{
+		status.Error(codes.Unknown, "raft: stopped"),
+		status.Error(codes.Unknown, "raft proposal dropped"),
+		rpctypes.ErrGRPCCanceled,
+		rpctypes.ErrGRPCDeadlineExceeded,
+		rpctypes.ErrGRPCStopped,
+		rpctypes.ErrGRPCLeaderChanged,
+		rpctypes.ErrGRPCTimeoutDueToLeaderFail,
+	} {
+		for _, sent := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%v,sent=%v", injected, sent), func(t *testing.T) {
+				var hit atomic.Bool
+				var fences atomic.Int32
+				intercept := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+					if isFence(req) {
+						fences.Add(1)
+					}
+					if !isBatch(req) || hit.Swap(true) {
+						return invoker(ctx, method, req, reply, cc, opts...)
+					}
+					if sent {
+						require.NoError(t, invoker(ctx, method, req, reply, cc, opts...))
+					}
+					return injected
+				}
+				prefix := fmt.Sprintf("%s/", t.Name())
+				s, err := etcdstore.New(faultyClient(t, c, intercept), etcdstore.Options{Prefix: prefix})
+				require.NoError(t, err)
+				require.NoError(t, s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")})))
+				require.LessOrEqual(t, fences.Load(), int32(1), "fences")
+				require.EqualValues(t, 1, rawVersion(t, raw, prefix+"dk"), "writes of the key")
+			})
+		}
+	}
+}
+
+// TestApplyEndsWhenFencedEveryTime: while every try of a batch fails
+// before reaching the cluster and every fence applies, Apply makes new
+// attempts only until its Timeout, then reports the batch as not applied:
+// an error that is neither a conflict nor ErrUnknownOutcome.
+func TestApplyEndsWhenFencedEveryTime(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	const giveUp = 30 // batches: then they reach the cluster
+	var batches atomic.Int32
+	intercept := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if isBatch(req) && batches.Add(1) <= giveUp {
+			return status.Error(codes.Unavailable, "injected: not sent")
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	s, err := etcdstore.New(faultyClient(t, c, intercept), etcdstore.Options{Prefix: t.Name() + "/", Timeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+	require.Error(t, err, "Apply tried %d times", batches.Load())
+	require.NotErrorIs(t, err, etcdstore.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, indextable.ErrConflict)
+	require.Less(t, batches.Load(), int32(giveUp))
+	_, err = s.Get(ctx, []byte("k"))
+	require.ErrorIs(t, err, indextable.ErrNotFound)
 }

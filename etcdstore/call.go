@@ -114,16 +114,20 @@ func transient(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.DeadlineExceeded) {
 		return true // the try's deadline, not ctx's
 	}
 	switch code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
 		return true
+	case codes.Canceled: // the member's, as when it stops; not the client closing
+		var ee rpctypes.EtcdError
+		return errors.As(err, &ee)
 	case codes.ResourceExhausted:
 		return strings.Contains(err.Error(), "too many requests")
-	case codes.Unknown: // raft drops proposals while no member leads
-		return strings.Contains(err.Error(), "raft proposal dropped")
+	case codes.Unknown: // raft's own errors, which etcd does not map: a
+		// proposal dropped while no member leads, a member stopping
+		return strings.Contains(err.Error(), "raft proposal dropped") || strings.Contains(err.Error(), "raft: stopped")
 	}
 	return false
 }

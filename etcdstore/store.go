@@ -21,7 +21,12 @@
 // own, its guard, expecting it absent; when the answer is lost, the store
 // writes the guard itself, on the same condition: if that succeeds the
 // batch can no longer commit and is sent again as a new attempt, and if it
-// fails the guard was written by the batch, which so committed. A guard
+// fails the guard was written by the batch, which so committed. A batch's
+// transaction reads its guard when it fails, so a copy the client sent
+// again after the first committed (etcd's client resends a transaction
+// after some errors) is known to have applied, not taken for a conflict.
+// An error that neither refuses the request nor ends the call (a member
+// stopping, its leader lost) leaves the outcome to the fence too. A guard
 // lives under a lease of ten minutes, granted once a minute, so guards
 // expire on their own.
 package etcdstore
@@ -148,9 +153,10 @@ func New(client *clientv3.Client, o Options) (*Store, error) {
 	}
 	s := &Store{client: client, data: o.Prefix + "d", guards: o.Prefix + "g", timeout: o.Timeout}
 	// A batch of n operations takes n compares and writes, and the guard's
-	// one more of each; its request holds each key with the prefix.
+	// one more of each, and a read of the guard; its request holds each key
+	// with the prefix.
 	ops := o.MaxTxnOps - 1
-	maxBytes := o.MaxRequestBytes - (ops+1)*(len(s.data)+opBytes) - len(s.guards) - 64
+	maxBytes := o.MaxRequestBytes - (ops+2)*(len(s.data)+opBytes) - len(s.guards) - 64
 	if ops < 1 || maxBytes < MaxKeyBytes {
 		return nil, fmt.Errorf("etcdstore: %w: MaxTxnOps %d and MaxRequestBytes %d leave no room for a batch", kv.ErrInvalidArgument, o.MaxTxnOps, o.MaxRequestBytes)
 	}
