@@ -26,6 +26,16 @@ type attempt struct {
 	lease clientv3.LeaseID
 }
 
+// absent is the compare that a's guard is absent.
+func (a attempt) absent() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(a.guard), "=", 0)
+}
+
+// put is the write of a's guard, saying who wrote it.
+func (a attempt) put(who string) clientv3.Op {
+	return clientv3.OpPut(a.guard, who, clientv3.WithLease(a.lease))
+}
+
 // Apply applies b as one transaction, or returns an error wrapping
 // kv.ErrConflict that names a key whose expectation failed. A batch whose
 // answer is lost is resolved by its guard (see the package
@@ -61,17 +71,18 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 		return nil
 	}
 	c := s.newCall()
+	n := len(b.Ops())
 	for {
-		a, err := s.attempt(ctx, c)
+		a, err := s.attempt(ctx)
 		if err != nil {
-			return fmt.Errorf("etcdstore: granting the guards' lease: %w", err)
+			return fmt.Errorf("etcdstore: granting the guards' lease: %w", c.closed(err))
 		}
 		var resp *clientv3.TxnResponse
 		err = c.try(ctx, func(ctx context.Context) (err error) {
-			guarded := append(cmps[:len(cmps):len(cmps)], clientv3.Compare(clientv3.CreateRevision(a.guard), "=", 0))
-			put := clientv3.OpPut(a.guard, guardApplied, clientv3.WithLease(a.lease))
-			resp, err = s.client.Txn(ctx).If(guarded...).Then(append(ops[:len(ops):len(ops)], put)...).
-				Else(clientv3.OpGet(a.guard)).Commit()
+			resp, err = s.client.Txn(ctx).If(append(cmps[:len(cmps):len(cmps)], a.absent())...).
+				Then(append(ops[:len(ops):len(ops)], a.put(guardApplied))...).
+				Else(clientv3.OpGet(a.guard), a.put(guardFenced)).
+				Commit()
 			return err
 		})
 		switch {
@@ -80,24 +91,33 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 			// transaction again after some errors), its guard says so.
 			return nil
 		case err == nil:
+			// The Else branch read the guard absent, then fenced it off: no
+			// earlier copy of the try can apply any more. (Writing it
+			// unconditionally keeps the branch flat: etcd counts a nested
+			// transaction's operations against --max-txn-ops.)
 			return s.conflict(ctx, b)
-		case isLeaseNotFound(err): // nothing applied: a new lease
+		case isLeaseNotFound(err): // nothing applied, and no copy can: a new lease
 			s.dropLease(a.lease)
+			if time.Until(c.deadline) <= 0 {
+				return fmt.Errorf("etcdstore: applying %d operations: not applied within the store's Timeout: %w", n, err)
+			}
 			continue
-		case refused(err):
-			return fmt.Errorf("etcdstore: applying %d operations: %w", len(b.Ops()), err)
-		case !transient(ctx, err): // ctx ended, or the client closed, with b perhaps sent
-			return fmt.Errorf("etcdstore: applying %d operations: %w: %w", len(b.Ops()), ErrUnknownOutcome, err)
+		case !transient(ctx, err) && !refused(err): // ctx ended, or the store closed, with b perhaps sent
+			return fmt.Errorf("etcdstore: applying %d operations: %w: %w", n, ErrUnknownOutcome, c.closed(err))
 		}
-		cause := err
+		// A refused try may follow a copy the client sent before it, still
+		// in flight: the fence settles that one too.
+		cause, refusal := err, !transient(ctx, err)
 		applied, err := s.resolve(ctx, c, a, cause)
 		switch {
 		case err != nil:
-			return fmt.Errorf("etcdstore: applying %d operations: %w", len(b.Ops()), err)
+			return fmt.Errorf("etcdstore: applying %d operations: %w", n, err)
 		case applied:
 			return nil
+		case refusal:
+			return fmt.Errorf("etcdstore: applying %d operations: %w", n, cause)
 		case time.Until(c.deadline) <= 0: // fenced off: b did not apply, and never will
-			return fmt.Errorf("etcdstore: applying %d operations: not applied within the store's Timeout: %w", len(b.Ops()), cause)
+			return fmt.Errorf("etcdstore: applying %d operations: not applied within the store's Timeout: %w", n, cause)
 		}
 		// Fenced off in time: a new attempt.
 	}
@@ -145,22 +165,56 @@ func (s *Store) conflict(ctx context.Context, b *kv.Batch) error {
 }
 
 // attempt returns a new attempt, under the current lease.
-func (s *Store) attempt(ctx context.Context, c *call) (attempt, error) {
+func (s *Store) attempt(ctx context.Context) (attempt, error) {
+	lease, err := s.currentLease(ctx)
+	if err != nil {
+		return attempt{}, err
+	}
+	guard := binary.BigEndian.AppendUint64(append([]byte(s.guards), s.id[:]...), s.seq.Add(1))
+	return attempt{guard: string(guard), lease: lease}, nil
+}
+
+// currentLease returns the guards' lease, granting a new one once a
+// minute. One call grants at a time; the others wait for it as long as
+// their ctx allows.
+func (s *Store) currentLease(ctx context.Context) (clientv3.LeaseID, error) {
+	if lease := s.freshLease(); lease != 0 {
+		return lease, nil
+	}
+	select {
+	case s.granting <- struct{}{}:
+		defer func() { <-s.granting }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-s.life.Done():
+		return 0, kv.ErrClosed
+	}
+	if lease := s.freshLease(); lease != 0 { // granted while this call waited
+		return lease, nil
+	}
+	var resp *clientv3.LeaseGrantResponse
+	err := s.read(ctx, func(ctx context.Context) (err error) { // granting twice is harmless
+		resp, err = s.client.Grant(ctx, int64(guardTTL/time.Second))
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.leaseMu.Lock()
+	s.lease, s.leaseAt = resp.ID, time.Now()
+	s.leaseMu.Unlock()
+	return resp.ID, nil
+}
+
+// freshLease returns the guards' lease if it was granted less than a
+// minute ago; 0 if not.
+func (s *Store) freshLease() clientv3.LeaseID {
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	if s.lease == 0 || time.Since(s.leaseAt) >= leaseEvery {
-		var resp *clientv3.LeaseGrantResponse
-		err := s.read(ctx, func(ctx context.Context) (err error) { // granting twice is harmless
-			resp, err = s.client.Grant(ctx, int64(guardTTL/time.Second))
-			return err
-		})
-		if err != nil {
-			return attempt{}, err
-		}
-		s.lease, s.leaseAt = resp.ID, time.Now()
+		return 0
 	}
-	guard := binary.BigEndian.AppendUint64(append([]byte(s.guards), s.id[:]...), s.seq.Add(1))
-	return attempt{guard: string(guard), lease: s.lease}, nil
+	return s.lease
 }
 
 // dropLease forgets lease, found expired, so that the next attempt takes a
@@ -180,7 +234,7 @@ func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (b
 	// The fence is tried at least once, even past the call's Timeout, so
 	// that the outcome is known whenever the cluster answers; c's own
 	// deadline stays, so that Apply's attempts end.
-	fence := &call{deadline: c.deadline, wait: c.wait}
+	fence := &call{life: c.life, deadline: c.deadline, wait: c.wait}
 	if least := time.Now().Add(tryTimeout); fence.deadline.Before(least) {
 		fence.deadline = least
 	}
@@ -191,10 +245,7 @@ func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (b
 		}
 		var resp *clientv3.TxnResponse
 		err := fence.try(ctx, func(ctx context.Context) (err error) {
-			resp, err = s.client.Txn(ctx).
-				If(clientv3.Compare(clientv3.CreateRevision(a.guard), "=", 0)).
-				Then(clientv3.OpPut(a.guard, guardFenced, clientv3.WithLease(a.lease))).
-				Else(clientv3.OpGet(a.guard)).Commit()
+			resp, err = s.client.Txn(ctx).If(a.absent()).Then(a.put(guardFenced)).Else(clientv3.OpGet(a.guard)).Commit()
 			return err
 		})
 		switch {
@@ -206,7 +257,7 @@ func (s *Store) resolve(ctx context.Context, c *call, a attempt, cause error) (b
 			// The lease expired, and the guard with it, if a wrote it.
 			return false, fmt.Errorf("%w: the guard's lease expired: %w", ErrUnknownOutcome, cause)
 		case !transient(ctx, err):
-			return false, fmt.Errorf("%w: %w", ErrUnknownOutcome, errors.Join(cause, err))
+			return false, fmt.Errorf("%w: %w", ErrUnknownOutcome, fence.closed(errors.Join(cause, err)))
 		}
 		cause = err
 	}

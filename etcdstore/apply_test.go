@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -516,4 +517,280 @@ func TestApplyEndsWhenFencedEveryTime(t *testing.T) {
 	require.Less(t, batches.Load(), int32(giveUp))
 	_, err = s.Get(ctx, []byte("k"))
 	require.ErrorIs(t, err, indextable.ErrNotFound)
+}
+
+// TestApplyResentCopyStillInFlight: the member answers a batch's first
+// copy with etcd's own Canceled (rpctypes.ErrGRPCCanceled: the proposal's
+// context ended, but the proposal is in raft and may still commit), so
+// etcd's retry interceptor resends the transaction inside the same try.
+// The first copy is held back (it commits late, as a proposal forwarded to
+// a new leader may), and:
+//
+//   - conflict: between the two copies another writer writes the key the
+//     batch expects absent, so the resend fails its expectation and finds
+//     its guard absent; then the other writer deletes the key again, and
+//     the first copy arrives.
+//   - refused: the resend is refused ("too many requests"), and the first
+//     copy arrives after Apply returned.
+//
+// Checks that a copy of the try still in flight never applies after Apply
+// reported ErrConflict, or an error that is not ErrUnknownOutcome (which
+// says nothing applied). A guard found absent (or a refusal) says only
+// that no copy had applied yet, not that none will: the Else branch, and
+// resolve after a refusal, fence the guard so none can.
+func TestApplyResentCopyStillInFlight(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	raw := c.Client(t)
+	for _, tc := range []struct {
+		name   string
+		resend error // what the resend gets; nil: it reaches the server
+	}{
+		{name: "conflict"},
+		{name: "refused", resend: rpctypes.ErrGRPCRequestTooManyRequests},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := "resend-" + tc.name + "/"
+			key := prefix + "dk"
+			var batches atomic.Int32
+			release, answered := make(chan struct{}), make(chan struct{})
+			var held etcdserverpb.TxnResponse
+			var heldErr error
+			intercept := func(ictx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if !isBatch(req) {
+					return invoker(ictx, method, req, reply, cc, opts...)
+				}
+				switch batches.Add(1) {
+				case 1: // sent, proposed, answered Canceled; commits late
+					go func() {
+						defer close(answered)
+						<-release
+						heldErr = invoker(context.Background(), method, req, &held, cc, opts...)
+					}()
+					if tc.resend == nil { // another writer, between the copies
+						_, err := raw.Put(context.Background(), key, "other")
+						require.NoError(t, err)
+					}
+					return rpctypes.ErrGRPCCanceled
+				case 2:
+					if tc.resend != nil {
+						return tc.resend
+					}
+				}
+				return invoker(ictx, method, req, reply, cc, opts...)
+			}
+			s, err := etcdstore.New(faultyClient(t, c, intercept), etcdstore.Options{Prefix: prefix})
+			require.NoError(t, err)
+			err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpExpectAbsent, Key: []byte("k")},
+				kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+			t.Logf("Apply: %v (batch copies sent: %d)", err, batches.Load())
+			require.GreaterOrEqual(t, batches.Load(), int32(2), "the client did not resend")
+			if tc.resend == nil {
+				_, derr := raw.Delete(ctx, key) // the other writer deletes its key again
+				require.NoError(t, derr)
+			}
+			close(release)
+			<-answered
+			applied := heldErr == nil && held.Succeeded
+			t.Logf("the first copy, arriving late: applied %v, err %v", applied, heldErr)
+			if err != nil && !errors.Is(err, etcdstore.ErrUnknownOutcome) {
+				require.False(t, applied, "Apply returned %v, yet its first copy applied afterwards", err)
+			}
+		})
+	}
+}
+
+// TestApplyLeaseWaitHonoursContext: the cluster is down and the store has
+// no guards' lease yet; a first Apply (no deadline) keeps trying to grant
+// one, and a second Apply is made with a context of 300 ms. Checks that
+// the second returns with its context's error before the first's
+// Timeout (here 30 s), as kv.Store requires: a call that waits for
+// another's grant watches its own ctx.
+func TestApplyLeaseWaitHonoursContext(t *testing.T) {
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	s, err := etcdstore.Open(context.Background(), c.Endpoints(), etcdstore.Options{Prefix: "lease/", Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, c.Kill(0))
+	put := kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")})
+	first := make(chan error, 1)
+	go func() { first <- s.Apply(context.Background(), put) }()
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Apply(ctx, put)
+	took := time.Since(start)
+	t.Logf("second Apply: %v after %v; first Apply: %v", err, took, <-first)
+	require.Error(t, err)
+	require.Less(t, took, 15*time.Second, "the second Apply waited for the first's Timeout (30s)")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestApplyLeaseNotFoundBounded: every try of a batch is refused with
+// "requested lease not found" (the guards' lease keeps disappearing: an
+// operator revoking leases, a lease lost with a restored cluster), with a
+// Timeout of 500 ms. Checks that Apply ends by its Timeout, reporting the
+// batch not applied, as every call must, rather than granting lease after
+// lease for as long as the refusals last.
+func TestApplyLeaseNotFoundBounded(t *testing.T) {
+	c := etcdtest.Start(t, 1, etcdtest.Options{})
+	var batches atomic.Int32
+	intercept := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if isBatch(req) {
+			batches.Add(1)
+			return rpctypes.ErrGRPCLeaseNotFound
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	s, err := etcdstore.New(faultyClient(t, c, intercept), etcdstore.Options{Prefix: "nolease/", Timeout: 500 * time.Millisecond})
+	require.NoError(t, err)
+	// A safety net only: Apply must end by its own Timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+	t.Logf("Apply: %v after %d tries", err, batches.Load())
+	require.Error(t, err)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "Apply ran past its Timeout")
+	require.NotErrorIs(t, err, etcdstore.ErrUnknownOutcome)
+}
+
+// TestApplyExactlyOnceUnderKill: eight writers on a 3-member cluster each
+// apply compare-and-set batches on a counter of their own, each batch also
+// writing a key of its own (u<w>.<i>), and one in five expecting a wrong
+// value; the leader is killed (a crash) mid-way and later restarted.
+// Checks, from etcd's own record of each key's writes (its version): an
+// acknowledged batch wrote its key exactly once; a conflict or a batch
+// reported not applied (an error without ErrUnknownOutcome) never;
+// one whose outcome is unknown at most once; a batch with a wrong
+// expectation never applies; a right one never conflicts (each counter has
+// one writer, which reads it back after an unknown outcome); and each
+// counter equals the number of its batches that applied.
+func TestApplyExactlyOnceUnderKill(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t, 3, etcdtest.Options{})
+	const prefix = "eo/"
+	var fences, txnErrs atomic.Int32
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if isFence(req) {
+			fences.Add(1)
+		}
+		if isBatch(req) && err != nil {
+			txnErrs.Add(1)
+		}
+		return err
+	}
+	s, err := etcdstore.New(faultyClient(t, c, count), etcdstore.Options{Prefix: prefix, Timeout: 20 * time.Second})
+	require.NoError(t, err)
+	raw := c.Client(t)
+
+	const writers = 8
+	type result int
+	const (
+		acked result = iota
+		notApplied
+		unknown
+	)
+	results := make([][]result, writers)
+	var acks atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			ctr := []byte(fmt.Sprintf("ctr%d", w))
+			n := 0
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				wrong := i%5 == 4
+				expect := kv.Op{Kind: kv.OpExpectValue, Key: ctr, Value: []byte(strconv.Itoa(n))}
+				if n == 0 {
+					expect = kv.Op{Kind: kv.OpExpectAbsent, Key: ctr}
+				}
+				if wrong {
+					expect = kv.Op{Kind: kv.OpExpectValue, Key: ctr, Value: []byte(strconv.Itoa(n + 1000))}
+				}
+				b := kv.NewBatch(expect, kv.Op{Kind: kv.OpPut, Key: ctr, Value: []byte(strconv.Itoa(n + 1))},
+					kv.Op{Kind: kv.OpPut, Key: []byte(fmt.Sprintf("u%d.%d", w, i)), Value: []byte("x")})
+				err := s.Apply(ctx, b)
+				switch {
+				case err == nil:
+					results[w] = append(results[w], acked)
+					acks.Add(1)
+					if wrong {
+						t.Errorf("writer %d batch %d: applied, though its expectation failed", w, i)
+					}
+					n++
+				case errors.Is(err, indextable.ErrConflict):
+					results[w] = append(results[w], notApplied)
+					if !wrong {
+						t.Errorf("writer %d batch %d: %v, though its expectation held", w, i, err)
+					}
+				default:
+					if errors.Is(err, etcdstore.ErrUnknownOutcome) {
+						results[w] = append(results[w], unknown)
+					} else {
+						results[w] = append(results[w], notApplied)
+					}
+					t.Logf("writer %d batch %d: %v", w, i, err)
+					for { // read the counter back
+						v, err := s.Get(ctx, ctr)
+						if err == nil {
+							n, _ = strconv.Atoi(string(v))
+							break
+						}
+						if errors.Is(err, indextable.ErrNotFound) {
+							n = 0
+							break
+						}
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+			}
+		})
+	}
+	waitAcks := func(more int64) {
+		want := acks.Load() + more
+		deadline := time.Now().Add(2 * time.Minute)
+		for acks.Load() < want {
+			if time.Now().After(deadline) {
+				t.Errorf("no progress: %d acknowledged writes, waiting for %d", acks.Load(), want)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitAcks(80)
+	leader, err := c.Leader(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Kill(leader))
+	waitAcks(80)
+	require.NoError(t, c.Restart(leader))
+	waitAcks(80)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d acknowledged; batch copies that failed: %d; fences: %d", acks.Load(), txnErrs.Load(), fences.Load())
+
+	for w := range writers {
+		applied := 0
+		for i, r := range results[w] {
+			v := rawVersion(t, raw, fmt.Sprintf("%sdu%d.%d", prefix, w, i))
+			switch r {
+			case acked:
+				require.EqualValues(t, 1, v, "writer %d batch %d: acknowledged, written %d times", w, i, v)
+			case notApplied:
+				require.EqualValues(t, 0, v, "writer %d batch %d: reported not applied, written %d times", w, i, v)
+			case unknown:
+				require.LessOrEqual(t, v, int64(1), "writer %d batch %d: written %d times", w, i, v)
+			}
+			applied += int(v)
+		}
+		got, err := s.Get(ctx, []byte(fmt.Sprintf("ctr%d", w)))
+		require.NoError(t, err)
+		require.Equal(t, strconv.Itoa(applied), string(got), "writer %d: counter against batches applied", w)
+	}
 }

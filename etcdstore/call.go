@@ -46,7 +46,7 @@ func (s *Store) read(ctx context.Context, f func(context.Context) error) error {
 		case errors.Is(err, errRetryNow):
 			continue
 		case !transient(ctx, err):
-			return err
+			return c.closed(err)
 		}
 		if err := c.pause(ctx, err); err != nil {
 			return err
@@ -54,18 +54,20 @@ func (s *Store) read(ctx context.Context, f func(context.Context) error) error {
 	}
 }
 
-// call is the state of a call that tries again: its deadline and its next
-// pause.
+// call is the state of a call that tries again: the store's life, which
+// Close ends, its deadline and its next pause.
 type call struct {
+	life     context.Context
 	deadline time.Time
 	wait     time.Duration
 }
 
 func (s *Store) newCall() *call {
-	return &call{deadline: time.Now().Add(s.timeout), wait: 10 * time.Millisecond}
+	return &call{life: s.life, deadline: time.Now().Add(s.timeout), wait: 10 * time.Millisecond}
 }
 
-// try runs f with a context that ends at the try's deadline.
+// try runs f with a context that ends at the try's deadline, or when the
+// store closes.
 func (c *call) try(ctx context.Context, f func(context.Context) error) error {
 	d := time.Now().Add(tryTimeout)
 	if c.deadline.Before(d) {
@@ -73,15 +75,16 @@ func (c *call) try(ctx context.Context, f func(context.Context) error) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, d)
 	defer cancel()
+	defer context.AfterFunc(c.life, cancel)()
 	return f(ctx)
 }
 
 // pause waits before the next try, after a try failed with cause; it
-// returns an error when the call should stop: ctx is done or the deadline
-// has passed.
+// returns an error when the call should stop: ctx is done, the store
+// closed or the deadline has passed.
 func (c *call) pause(ctx context.Context, cause error) error {
 	if time.Until(c.deadline) <= 0 {
-		return fmt.Errorf("no answer within the store's Timeout: %w", cause)
+		return c.closed(fmt.Errorf("no answer within the store's Timeout: %w", cause))
 	}
 	t := time.NewTimer(c.wait)
 	defer t.Stop()
@@ -89,9 +92,19 @@ func (c *call) pause(ctx context.Context, cause error) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.life.Done():
+		return c.closed(cause)
 	case <-t.C:
 		return nil
 	}
+}
+
+// closed returns err, wrapped with kv.ErrClosed if the store has closed.
+func (c *call) closed(err error) error {
+	if c.life.Err() != nil {
+		return fmt.Errorf("%w: %w", kv.ErrClosed, err)
+	}
+	return err
 }
 
 // code returns err's gRPC code; codes.Unknown when it has none.

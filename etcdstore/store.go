@@ -22,9 +22,10 @@
 // writes the guard itself, on the same condition: if that succeeds the
 // batch can no longer commit and is sent again as a new attempt, and if it
 // fails the guard was written by the batch, which so committed. A batch's
-// transaction reads its guard when it fails, so a copy the client sent
-// again after the first committed (etcd's client resends a transaction
-// after some errors) is known to have applied, not taken for a conflict.
+// transaction reads its guard when it fails, and fences it off when it is
+// absent: etcd's client resends a transaction after some errors, so a
+// copy that committed before is known to have applied, not taken for a
+// conflict, and one still in flight can no longer apply after a conflict.
 // An error that neither refuses the request nor ends the call (a member
 // stopping, its leader lost) leaves the outcome to the fence too. A guard
 // lives under a lease of ten minutes, granted once a minute, so guards
@@ -32,6 +33,7 @@
 package etcdstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -78,6 +80,9 @@ const (
 	MaxKeyBytes = 32 << 10
 
 	tryTimeout = 5 * time.Second
+	// sendSlack is what Open lets the client send past MaxRequestBytes:
+	// gRPC's framing of the request, which the server allows for too.
+	sendSlack = 64 << 10
 	// opBytes is what a transaction's encoding adds to each operation's key
 	// and value, besides the prefix, with room to spare: tags, lengths and
 	// the compare's or request's framing.
@@ -98,12 +103,15 @@ type Store struct {
 	timeout time.Duration
 	atom    kv.Atomicity
 	closed  atomic.Bool
+	life    context.Context // ends when the store closes, and the tries with it
+	end     context.CancelFunc
 
-	id      [8]byte // names this store's attempts, with seq
-	seq     atomic.Uint64
-	leaseMu sync.Mutex
-	lease   clientv3.LeaseID // the guards' lease; 0: none yet
-	leaseAt time.Time        // when lease was granted
+	id       [8]byte // names this store's attempts, with seq
+	seq      atomic.Uint64
+	leaseMu  sync.Mutex
+	lease    clientv3.LeaseID // the guards' lease; 0: none yet
+	leaseAt  time.Time        // when lease was granted
+	granting chan struct{}    // held by the call granting a lease
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -118,8 +126,10 @@ func Open(ctx context.Context, endpoints []string, o Options) (*Store, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("etcdstore: %w: no endpoints", kv.ErrInvalidArgument)
 	}
+	maxRequest := cmp.Or(o.MaxRequestBytes, DefaultMaxRequestBytes)
 	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: tryTimeout, Context: context.WithoutCancel(ctx),
-		Logger: zap.NewNop()}) // the store reports what fails; the client's retries are its own
+		MaxCallSendMsgSize: maxRequest + sendSlack,
+		Logger:             zap.NewNop()}) // the store reports what fails; the client's retries are its own
 
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connecting to %v: %w", endpoints, err)
@@ -134,7 +144,8 @@ func Open(ctx context.Context, endpoints []string, o Options) (*Store, error) {
 }
 
 // New returns a store on the cluster client is connected to. Close leaves
-// client open.
+// client open. The client must send requests of MaxRequestBytes: etcd's
+// sends at most 2 MiB unless its Config.MaxCallSendMsgSize says more.
 func New(client *clientv3.Client, o Options) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("etcdstore: %w: nil client", kv.ErrInvalidArgument)
@@ -151,17 +162,18 @@ func New(client *clientv3.Client, o Options) (*Store, error) {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	s := &Store{client: client, data: o.Prefix + "d", guards: o.Prefix + "g", timeout: o.Timeout}
+	s := &Store{client: client, data: o.Prefix + "d", guards: o.Prefix + "g", timeout: o.Timeout, granting: make(chan struct{}, 1)}
 	// A batch of n operations takes n compares and writes, and the guard's
-	// one more of each, and a read of the guard; its request holds each key
-	// with the prefix.
+	// one more of each, and in its Else branch a read and a fence of the
+	// guard; its request holds each key with the prefix.
 	ops := o.MaxTxnOps - 1
-	maxBytes := o.MaxRequestBytes - (ops+2)*(len(s.data)+opBytes) - len(s.guards) - 64
+	maxBytes := o.MaxRequestBytes - (ops+4)*(len(s.data)+opBytes) - len(s.guards) - 64
 	if ops < 1 || maxBytes < MaxKeyBytes {
 		return nil, fmt.Errorf("etcdstore: %w: MaxTxnOps %d and MaxRequestBytes %d leave no room for a batch", kv.ErrInvalidArgument, o.MaxTxnOps, o.MaxRequestBytes)
 	}
 	s.atom = kv.Atomicity{MaxOps: ops, MaxBytes: maxBytes, MaxKeyBytes: MaxKeyBytes, MaxValueBytes: maxBytes - MaxKeyBytes}
 	rand.Read(s.id[:])
+	s.life, s.end = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -173,9 +185,15 @@ func (s *Store) Client() *clientv3.Client { return s.client }
 // adds, for keys and values; keys of at most MaxKeyBytes.
 func (s *Store) Atomicity() kv.Atomicity { return s.atom }
 
-// Close closes the store, and its connection if Open made it.
+// Close closes the store, and its connection if Open made it. Calls in
+// flight end at once with an error wrapping kv.ErrClosed (and
+// ErrUnknownOutcome for a batch that may have been sent).
 func (s *Store) Close() error {
-	if s.closed.Swap(true) || !s.owned {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.end()
+	if !s.owned {
 		return nil
 	}
 	if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {

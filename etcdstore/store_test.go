@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/indextable/indextable"
 	"github.com/indextable/indextable/etcdstore"
@@ -291,4 +292,67 @@ func TestScanWritesInBody(t *testing.T) {
 			require.GreaterOrEqual(t, n, 300)
 		})
 	}
+}
+
+// TestCloseEndsCallsInFlight: the cluster is down, so a Get and an
+// Apply keep trying (the store's Timeout is 20 s); the store is closed
+// while they do. Checks that both calls end with ErrClosed (not with the
+// Timeout), for a store made by New (Close leaves the client open) as for
+// one made by Open: Close ends every try in flight and every pause.
+func TestCloseEndsCallsInFlight(t *testing.T) {
+	for _, owned := range []bool{false, true} {
+		t.Run(fmt.Sprint("owned=", owned), func(t *testing.T) {
+			c := etcdtest.Start(t, 1, etcdtest.Options{})
+			o := etcdstore.Options{Prefix: "close/", Timeout: 20 * time.Second}
+			var s *etcdstore.Store
+			var err error
+			if owned {
+				s, err = etcdstore.Open(context.Background(), c.Endpoints(), o)
+			} else {
+				cli, cerr := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), Logger: zap.NewNop()})
+				require.NoError(t, cerr)
+				t.Cleanup(func() { cli.Close() })
+				s, err = etcdstore.New(cli, o)
+			}
+			require.NoError(t, err)
+			require.NoError(t, c.Kill(0))
+			ctx := context.Background()
+			done := make(chan error, 2)
+			go func() {
+				_, err := s.Get(ctx, []byte("k"))
+				done <- err
+			}()
+			go func() {
+				done <- s.Apply(ctx, kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: []byte("v")}))
+			}()
+			time.Sleep(500 * time.Millisecond)
+			require.NoError(t, s.Close())
+			for range 2 {
+				err := <-done
+				t.Logf("a call ended: %v", err)
+				require.ErrorIs(t, err, indextable.ErrClosed, "the call ended by its Timeout, not by Close")
+			}
+		})
+	}
+}
+
+// TestLargeRequestBytes: a server with --max-request-bytes of 3 MiB
+// and a store opened with the same MaxRequestBytes, as Options says to.
+// Checks that a batch the store's Atomicity allows (one put whose value is
+// MaxValueBytes long) applies: Open raises the client's send limit (2 MiB
+// by default) to MaxRequestBytes.
+func TestLargeRequestBytes(t *testing.T) {
+	const limit = 3 << 20
+	c := etcdtest.Start(t, 1, etcdtest.Options{MaxRequestBytes: limit})
+	s, err := etcdstore.Open(context.Background(), c.Endpoints(), etcdstore.Options{Prefix: "big/", MaxRequestBytes: limit})
+	require.NoError(t, err)
+	defer s.Close()
+	a := s.Atomicity()
+	v := make([]byte, a.MaxValueBytes)
+	b := kv.NewBatch(kv.Op{Kind: kv.OpPut, Key: []byte("k"), Value: v})
+	require.NoError(t, a.Allows(b))
+	require.NoError(t, s.Apply(context.Background(), b), "a batch of %d bytes, which Atomicity allows", b.Bytes())
+	got, err := s.Get(context.Background(), []byte("k"))
+	require.NoError(t, err)
+	require.Len(t, got, len(v))
 }
