@@ -52,30 +52,15 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 		return fmt.Errorf("etcdstore: %w", err)
 	}
 	cmps, ops := s.txn(b)
-	if len(ops) == 0 { // expectations only: a read
-		// etcd serves a transaction of compares alone from any member's own
-		// state, which may lag (it counts it serializable); a linearizable
-		// get in it makes the member catch up with the leader first.
-		get := clientv3.OpGet(s.data, clientv3.WithCountOnly())
-		var resp *clientv3.TxnResponse
-		err := s.read(ctx, func(ctx context.Context) (err error) {
-			resp, err = s.client.Txn(ctx).If(cmps...).Then(get).Else(get).Commit()
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("etcdstore: checking %d expectations: %w", len(cmps), err)
-		}
-		if !resp.Succeeded {
-			return s.conflict(ctx, b)
-		}
-		return nil
+	if len(ops) == 0 {
+		return s.expect(ctx, b, cmps)
 	}
 	c := s.newCall()
 	n := len(b.Ops())
 	for {
 		a, err := s.attempt(ctx)
 		if err != nil {
-			return fmt.Errorf("etcdstore: granting the guards' lease: %w", c.closed(err))
+			return fmt.Errorf("etcdstore: granting the guards' lease: %w", err)
 		}
 		var resp *clientv3.TxnResponse
 		err = c.try(ctx, func(ctx context.Context) (err error) {
@@ -99,15 +84,17 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 		case isLeaseNotFound(err): // nothing applied, and no copy can: a new lease
 			s.dropLease(a.lease)
 			if time.Until(c.deadline) <= 0 {
-				return fmt.Errorf("etcdstore: applying %d operations: not applied within the store's Timeout: %w", n, err)
+				return notApplied(n, err)
 			}
 			continue
-		case !transient(ctx, err) && !refused(err): // ctx ended, or the store closed, with b perhaps sent
+		}
+		refusal := !transient(ctx, err)
+		if refusal && !refused(err) { // ctx ended, or the store closed, with b perhaps sent
 			return fmt.Errorf("etcdstore: applying %d operations: %w: %w", n, ErrUnknownOutcome, c.closed(err))
 		}
 		// A refused try may follow a copy the client sent before it, still
 		// in flight: the fence settles that one too.
-		cause, refusal := err, !transient(ctx, err)
+		cause := err
 		applied, err := s.resolve(ctx, c, a, cause)
 		switch {
 		case err != nil:
@@ -117,10 +104,36 @@ func (s *Store) Apply(ctx context.Context, b *kv.Batch) error {
 		case refusal:
 			return fmt.Errorf("etcdstore: applying %d operations: %w", n, cause)
 		case time.Until(c.deadline) <= 0: // fenced off: b did not apply, and never will
-			return fmt.Errorf("etcdstore: applying %d operations: not applied within the store's Timeout: %w", n, cause)
+			return notApplied(n, cause)
 		}
 		// Fenced off in time: a new attempt.
 	}
+}
+
+// notApplied is the error of a batch of n operations known not to have
+// applied when its Timeout ended, after a try failed with cause.
+func notApplied(n int, cause error) error {
+	return fmt.Errorf("etcdstore: applying %d operations: not applied within the store's Timeout: %w", n, cause)
+}
+
+// expect checks b, a batch of expectations alone, whose compares are cmps.
+func (s *Store) expect(ctx context.Context, b *kv.Batch, cmps []clientv3.Cmp) error {
+	// etcd serves a transaction of compares alone from any member's own
+	// state, which may lag (it counts it serializable); a linearizable get
+	// in it makes the member catch up with the leader first.
+	get := clientv3.OpGet(s.data, clientv3.WithCountOnly())
+	var resp *clientv3.TxnResponse
+	err := s.read(ctx, func(ctx context.Context) (err error) {
+		resp, err = s.client.Txn(ctx).If(cmps...).Then(get).Else(get).Commit()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("etcdstore: checking %d expectations: %w", len(cmps), err)
+	}
+	if !resp.Succeeded {
+		return s.conflict(ctx, b)
+	}
+	return nil
 }
 
 // txn returns b's compares and its puts and deletes.

@@ -167,7 +167,7 @@ func New(client *clientv3.Client, o Options) (*Store, error) {
 	// one more of each, and in its Else branch a read and a fence of the
 	// guard; its request holds each key with the prefix.
 	ops := o.MaxTxnOps - 1
-	maxBytes := o.MaxRequestBytes - (ops+4)*(len(s.data)+opBytes) - len(s.guards) - 64
+	maxBytes := o.MaxRequestBytes - (ops+3)*(len(s.data)+opBytes) - len(s.guards) - 64
 	if ops < 1 || maxBytes < MaxKeyBytes {
 		return nil, fmt.Errorf("etcdstore: %w: MaxTxnOps %d and MaxRequestBytes %d leave no room for a batch", kv.ErrInvalidArgument, o.MaxTxnOps, o.MaxRequestBytes)
 	}
