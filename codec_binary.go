@@ -584,7 +584,7 @@ func structEncoder(fields []binaryField) encFn {
 	return func(dst []byte, v reflect.Value) ([]byte, error) {
 		var base unsafe.Pointer
 		if v.CanAddr() {
-			base = v.Addr().UnsafePointer()
+			base = unsafe.Pointer(v.UnsafeAddr()) // not Addr, which looks up the pointer type
 		}
 		for i := range fields {
 			f := &fields[i]
@@ -611,7 +611,7 @@ func structDecoder(fields []binaryField) decFn {
 	return func(d binaryDecoder, v reflect.Value) (binaryDecoder, error) {
 		var base unsafe.Pointer
 		if v.CanSet() {
-			base = v.Addr().UnsafePointer()
+			base = unsafe.Pointer(v.UnsafeAddr()) // not Addr, which looks up the pointer type
 		}
 		var err error
 		for i := range fields {

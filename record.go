@@ -144,6 +144,9 @@ func queryComponent(f *field, v any) (w any, converted bool, err error) {
 	if v == nil {
 		return nil, false, nil
 	}
+	if _, ok := v.(string); ok && !f.multi && f.typ.Kind() == reflect.String {
+		return v, false, nil // the common case, without reflection
+	}
 	rv := reflect.ValueOf(v)
 	vt := rv.Type()
 	if vt.Kind() == reflect.Pointer {

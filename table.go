@@ -124,6 +124,7 @@ type Table[T any] struct {
 	swept      atomic.Int64  // when a pass last swept the hints (Unix ns)
 	indexes    indexManager  // the index tables; see indexManager for how they change
 	readers    sync.Pool     // *reader[T], to reuse read buffers
+	getters    sync.Pool     // *getScratch[T], a Get's memory
 	writers    sync.Pool     // *writeBuffers[T], to reuse write buffers
 	writes     atomic.Int64  // record writes committed, for Usage
 	scans      atomic.Int64  // queries of the fact table, for Usage
@@ -349,26 +350,49 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 		return zero, 0, err
 	}
 	pk = primaryKeyValues(pk)
-	rd := t.newReader() // for its buffers
-	defer t.freeReader(rd)
-	key, err := t.factKeyOf(rd.f.scratch[:0], pk)
-	rd.f.scratch = key
+	var zero T
+	g, _ := t.getters.Get().(*getScratch[T])
+	if g == nil {
+		g = new(getScratch[T])
+	}
+	defer t.freeGetter(g)
+	key, err := t.factKeyOf(g.key[:0], pk)
+	g.key = key
 	if err != nil {
-		return rd.zero, 0, err
+		return zero, 0, err
 	}
 	value, err := t.store.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, Tuple(pk))
 		}
-		return rd.zero, 0, err
+		return zero, 0, err
 	}
 	v, payload, err := decodeFact(value)
 	if err == nil {
-		err = t.decodeStored(payload, &rd.rec)
+		err = t.decodeStored(payload, &g.rec)
 	}
 	if err != nil {
-		return rd.zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, Tuple(pk), err)
+		return zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, Tuple(pk), err)
 	}
-	return rd.rec, v, nil
+	return g.rec, v, nil
+}
+
+// getScratch is the memory of one Get, kept in the table's pool: the
+// record's key, and the record decoded into. A Get of a reader would clear
+// much more of it than a Get uses.
+type getScratch[T any] struct {
+	key []byte
+	rec T
+}
+
+// freeGetter returns g to the pool, keeping its key buffer unless it grew
+// large, and nothing that refers to the store's memory.
+func (t *Table[T]) freeGetter(g *getScratch[T]) {
+	if cap(g.key) > 1<<12 {
+		return
+	}
+	var zero T
+	g.rec = zero
+	t.getters.Put(g)
 }
