@@ -81,62 +81,83 @@ func (t *Table[T]) stillReadable(ctx context.Context, ix *indexTable) error {
 }
 
 // readEntries is read without the check that its index stayed readable.
+// Its loop bodies are the reader's directEntry and fetchEntry, bound once
+// for the pooled reader, so that a read allocates no closure for them.
 func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKey func([]byte), yield func(T, error) bool) {
-	rd.limit, rd.onKey, rd.yield = q.Limit, onKey, yield
+	rd.limit, rd.onKey, rd.yield, rd.ctx, rd.done = q.Limit, onKey, yield, ctx, false
+	if rd.direct == nil {
+		rd.t, rd.direct, rd.fetch = t, rd.directEntry, rd.fetchEntry
+	}
 	p := &rd.plan
-	r := p.r
 	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
-		for e, err := range t.scanRounds(ctx, rd, r) {
-			short := false
-			if err == nil {
-				short, err = t.shortKey(p, e)
-			}
-			owned := !short
-			if err == nil && owned {
-				rd.rec = rd.zero
-				if len(rd.pending) > 0 {
-					owned, err = t.decodeIfPending(ctx, rd, e)
-				} else {
-					err = t.decodeDirect(p.ix, e, &rd.rec)
-				}
-			}
-			if err != nil {
-				rd.fail(err)
-				return
-			}
-			if owned && !rd.emit(e.Key) {
-				return
-			}
-		}
+		t.scanRounds(ctx, rd, p.r)(rd.direct)
 		return
 	}
 	rd.f.t, rd.f.ix, rd.f.covered = t, p.ix, q.Covered
-	for e, err := range t.scanRounds(ctx, rd, r) {
-		short := false
-		if err == nil {
-			short, err = t.shortKey(p, e)
-		}
-		if err == nil && short {
-			continue
-		}
-		if err == nil {
-			err = rd.f.add(e)
-		}
-		if err != nil {
-			rd.fail(err)
-			return
-		}
-		want := fetchChunk
-		if q.Limit > 0 {
-			want = min(want, q.Limit-rd.n)
-		}
-		if len(rd.f.pending) == want && !rd.flush(ctx) {
-			return
-		}
-	}
-	if len(rd.f.pending) > 0 {
+	t.scanRounds(ctx, rd, p.r)(rd.fetch)
+	if !rd.done && len(rd.f.pending) > 0 {
 		rd.flush(ctx)
 	}
+}
+
+// directEntry decodes the record of entry e and yields it; false means
+// stop. It is the loop body of a read of the fact table, of a FullCopy
+// index, and of a covered read.
+func (rd *reader[T]) directEntry(e kv.Entry, err error) bool {
+	if rd.done {
+		return false
+	}
+	t, p := rd.t, &rd.plan
+	short := false
+	if err == nil {
+		short, err = t.shortKey(p, e)
+	}
+	owned := !short
+	if err == nil && owned {
+		rd.rec = rd.zero
+		if len(rd.pending) > 0 {
+			owned, err = t.decodeIfPending(rd.ctx, rd, e)
+		} else {
+			err = t.decodeDirect(p.ix, e, &rd.rec)
+		}
+	}
+	if err != nil {
+		rd.fail(err)
+		rd.done = true
+		return false
+	}
+	rd.done = owned && !rd.emit(e.Key)
+	return !rd.done
+}
+
+// fetchEntry gathers entry e, and fetches and yields the records gathered
+// once they are a chunk or what the read still needs; false means stop. It
+// is the loop body of the other reads.
+func (rd *reader[T]) fetchEntry(e kv.Entry, err error) bool {
+	if rd.done {
+		return false
+	}
+	short := false
+	if err == nil {
+		short, err = rd.t.shortKey(&rd.plan, e)
+	}
+	if err == nil && short {
+		return true
+	}
+	if err == nil {
+		err = rd.f.add(e)
+	}
+	if err != nil {
+		rd.fail(err)
+		rd.done = true
+		return false
+	}
+	want := fetchChunk
+	if rd.limit > 0 {
+		want = min(want, rd.limit-rd.n)
+	}
+	rd.done = len(rd.f.pending) == want && !rd.flush(rd.ctx)
+	return !rd.done
 }
 
 // scanRounds yields the entries of r for read rd: with no Limit, those of
@@ -277,6 +298,12 @@ type reader[T any] struct {
 	n        int  // records yielded
 	counting bool // a Count, which needs no record
 	f        fetcher[T]
+	// The read's table and context, and its loop bodies, bound once; done:
+	// a loop body returned false, and returns false if called again.
+	done          bool
+	t             *Table[T]
+	ctx           context.Context
+	direct, fetch func(kv.Entry, error) bool
 }
 
 func (t *Table[T]) newReader() *reader[T] {
@@ -304,7 +331,7 @@ func (t *Table[T]) freeReader(rd *reader[T]) {
 	}
 	*rd = reader[T]{plan: scanPlan{buf: rd.plan.buf[:0]}, rounds: rd.rounds.kept(), f: fetcher[T]{
 		buf: f.buf, pending: f.pending, keys: f.keys[:0], values: f.values[:0], scratch: f.scratch[:0], ownKeys: f.ownKeys[:0],
-	}}
+	}, t: rd.t, direct: rd.direct, fetch: rd.fetch}
 	t.readers.Put(rd)
 }
 
