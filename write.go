@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 
 	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
@@ -62,7 +61,7 @@ func (t *Table[T]) Delete(ctx context.Context, pk ...any) error {
 		defer t.indexes.drain.RUnlock()
 		view, err := t.view(ctx, true)
 		if err == nil {
-			_, err = t.write(ctx, view, writeDelete, key, nil, nil, o, &w.ops)
+			_, err = t.write(ctx, view, writeDelete, key, nil, nil, o, &w.batch)
 		}
 		return err
 	})
@@ -179,11 +178,11 @@ func (t *Table[T]) writeRecordAt(ctx context.Context, kind writeKind, rec T, o w
 	}
 	w := t.newWriteBuffers()
 	defer t.freeWriteBuffers(w)
-	factKey, fact, entries, err := t.encodeWrite(view, w, nil, rec)
+	factKey, fact, entries, err := t.encodeWrite(view, w, &w.arena, rec)
 	if err != nil {
 		return 0, err
 	}
-	return t.write(ctx, view, kind, factKey, fact, entries, o, &w.ops)
+	return t.write(ctx, view, kind, factKey, fact, entries, o, &w.batch)
 }
 
 // encodeWrite encodes rec in w's buffers for a write planned against
@@ -264,11 +263,8 @@ const maxAttempts = 64
 // (binary.MaxVarintLen64 bytes for the version, then the payload) and its
 // index entries newEntries, or deletes it when fact is nil, conditional on
 // the current record being unchanged; it retries when a concurrent write
-// got there first. Each attempt reads, checks, plans and applies.
-func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, factKey, fact []byte, newEntries []entry, o writeOptions, ops *[]kv.Op) (Version, error) {
-	n := 3 + 2*len(newEntries) // the record, its guard, a change record, the entries and theirs
-	b := kv.NewBatch(slices.Grow((*ops)[:0], n)...)
-	defer func() { *ops = b.Ops() }()
+// got there first. Each attempt reads, checks, plans and applies, in b.
+func (t *Table[T]) write(ctx context.Context, view *indexView, kind writeKind, factKey, fact []byte, newEntries []entry, o writeOptions, b *kv.Batch) (Version, error) {
 	for attempt := 1; ; attempt++ {
 		a := writeAttempt{b: b, factKey: factKey, pk: factKey[len(t.factSpace):], fact: fact, schema: view.version}
 		// An insert first takes the record to be absent, blind, which its
@@ -658,7 +654,10 @@ func errUniqueOutside(ix *indexTable) error {
 type writeBuffers[T any] struct {
 	rec, stored    T
 	key, storedKey []byte
-	ops            []kv.Op
+	batch          kv.Batch
+	// arena holds a single write's encoded record and entries, which
+	// nothing keeps once the write returns (a Store does not keep a batch).
+	arena arena
 }
 
 func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {
@@ -670,12 +669,14 @@ func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {
 
 // freeWriteBuffers returns w to the pool, holding nothing of the write.
 func (t *Table[T]) freeWriteBuffers(w *writeBuffers[T]) {
-	if cap(w.ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 {
+	ops := w.batch.Ops()
+	if cap(ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 || len(w.arena.bufs.all)*arenaBytes > arenaKept {
 		return
 	}
 	var zero T
 	w.rec, w.stored = zero, zero
-	clear(w.ops[:cap(w.ops)])
-	w.ops = w.ops[:0]
+	clear(ops[:cap(ops)])
+	w.batch.Reset()
+	w.arena.reset()
 	t.writers.Put(w)
 }
