@@ -5,11 +5,14 @@ import "sync"
 // arena hands out the byte slices and entry lists of a transaction's
 // writes (their encoded records and their entries' keys) from a few large
 // chunks, which the next transaction reuses once the commit is done: a
-// bulk load's batches then allocate next to nothing. A nil *arena
-// allocates each slice on its own, as single writes do.
+// bulk load's batches then allocate next to nothing. A single write's
+// arena (single set) has small chunks, as a write needs little and every
+// pooled write buffer keeps one. A nil *arena allocates each slice on its
+// own.
 type arena struct {
-	bufs chunks[byte]
-	ents chunks[entry]
+	bufs   chunks[byte]
+	ents   chunks[entry]
+	single bool
 }
 
 // chunks are the chunks of an arena of one element type.
@@ -19,13 +22,17 @@ type chunks[E any] struct {
 	free []E   // what is left of the current one
 }
 
-// Chunk sizes, in elements; a request of more than a quarter of a chunk
-// gets a slice of its own. An arena of more than arenaKept bytes of
-// chunks is not reused.
+// Chunk sizes, in elements, of a transaction's arena and of a single
+// write's; a request of more than a quarter of a chunk gets a slice of its
+// own. An arena of more than arenaKept bytes of chunks, or a single
+// write's of more than arenaSingleKept, is not reused.
 const (
-	arenaBytes   = 16 << 10
-	arenaEntries = 256
-	arenaKept    = 4 << 20
+	arenaBytes         = 16 << 10
+	arenaEntries       = 256
+	arenaKept          = 4 << 20
+	arenaSingleBytes   = 512
+	arenaSingleEntries = 8
+	arenaSingleKept    = 2 << 10
 )
 
 // arenas keeps arenas of transactions that are done, empty.
@@ -41,16 +48,22 @@ func newArena() *arena {
 
 // bytes returns a slice of length 0 and capacity n.
 func (a *arena) bytes(n int) []byte {
-	if a == nil {
+	switch {
+	case a == nil:
 		return make([]byte, 0, n)
+	case a.single:
+		return a.bufs.take(n, arenaSingleBytes)
 	}
 	return a.bufs.take(n, arenaBytes)
 }
 
 // entries returns an entry list of length 0 and capacity n.
 func (a *arena) entries(n int) []entry {
-	if a == nil {
+	switch {
+	case a == nil:
 		return make([]entry, 0, n)
+	case a.single:
+		return a.ents.take(n, arenaSingleEntries)
 	}
 	return a.ents.take(n, arenaEntries)
 }
@@ -80,9 +93,17 @@ func (a *arena) release() {
 		return
 	}
 	a.reset()
-	if len(a.bufs.all)*arenaBytes <= arenaKept {
+	if a.keep() {
 		arenas.Put(a)
 	}
+}
+
+// keep reports whether a's chunks are few enough to keep for reuse.
+func (a *arena) keep() bool {
+	if a.single {
+		return len(a.bufs.all)*arenaSingleBytes <= arenaSingleKept
+	}
+	return len(a.bufs.all)*arenaBytes <= arenaKept
 }
 
 // reset empties the arena, keeping its chunks.

@@ -14,6 +14,7 @@ func TestArena(t *testing.T) {
 	}{
 		{"nil: every slice its own", nil},
 		{"chunks", new(arena)},
+		{"a single write's small chunks", &arena{single: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got [][]byte
@@ -73,5 +74,27 @@ func TestArenaReused(t *testing.T) {
 		for _, e := range c {
 			require.Nil(t, e.ix, "a released arena keeps no index")
 		}
+	}
+}
+
+// TestArenaSingleKeepsLittle: a single write's arena, which every pooled
+// write buffer of every table keeps, is kept only while its chunks are
+// small; one that a large write grew is dropped, as a transaction's is
+// past arenaKept.
+func TestArenaSingleKeepsLittle(t *testing.T) {
+	for _, a := range []*arena{{single: true}, {}} {
+		size, kept := arenaBytes, arenaKept
+		if a.single {
+			size, kept = arenaSingleBytes, arenaSingleKept
+		}
+		for range kept / size {
+			_ = a.bytes(size / 4)
+			_ = a.bytes(size / 4)
+			_ = a.bytes(size / 4)
+			_ = a.bytes(size / 4)
+			require.True(t, a.keep(), "single %v, %d chunks", a.single, len(a.bufs.all))
+		}
+		_ = a.bytes(1)
+		require.False(t, a.keep(), "single %v, %d chunks", a.single, len(a.bufs.all))
 	}
 }

@@ -664,13 +664,13 @@ func (t *Table[T]) newWriteBuffers() *writeBuffers[T] {
 	if w, ok := t.writers.Get().(*writeBuffers[T]); ok {
 		return w
 	}
-	return new(writeBuffers[T])
+	return &writeBuffers[T]{arena: arena{single: true}}
 }
 
 // freeWriteBuffers returns w to the pool, holding nothing of the write.
 func (t *Table[T]) freeWriteBuffers(w *writeBuffers[T]) {
 	ops := w.batch.Ops()
-	if cap(ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 || len(w.arena.bufs.all)*arenaBytes > arenaKept {
+	if cap(ops) > 1<<10 || cap(w.key)+cap(w.storedKey) > 1<<12 || !w.arena.keep() {
 		return
 	}
 	var zero T
