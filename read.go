@@ -90,11 +90,17 @@ func (t *Table[T]) readEntries(ctx context.Context, rd *reader[T], q Query, onKe
 	}
 	p := &rd.plan
 	if p.ix == nil || (p.ix.strategy == FullCopy || q.Covered) && !rd.check {
-		t.scanRounds(ctx, rd, p.r)(rd.direct)
+		// Each entry yields a record unless it may be stale, filtered out or
+		// short; then one scan of what the read needs is enough.
+		exact := len(rd.pending) == 0 && len(p.where) == 0 && p.fixed == 0
+		// A whole record that the codec decodes exactly has every field
+		// written: the last one's need not be cleared first.
+		rd.whole = t.exact && (p.ix == nil || p.ix.strategy == FullCopy) && len(rd.pending) == 0
+		t.scanRounds(ctx, rd, p.r, exact)(rd.direct)
 		return
 	}
 	rd.f.t, rd.f.ix, rd.f.covered = t, p.ix, q.Covered
-	t.scanRounds(ctx, rd, p.r)(rd.fetch)
+	t.scanRounds(ctx, rd, p.r, false)(rd.fetch)
 	if !rd.done && len(rd.f.pending) > 0 {
 		rd.flush(ctx)
 	}
@@ -114,7 +120,9 @@ func (rd *reader[T]) directEntry(e kv.Entry, err error) bool {
 	}
 	owned := !short
 	if err == nil && owned {
-		rd.rec = rd.zero
+		if !rd.whole {
+			rd.rec = rd.zero
+		}
 		if len(rd.pending) > 0 {
 			owned, err = t.decodeIfPending(rd.ctx, rd, e)
 		} else {
@@ -170,14 +178,21 @@ func (rd *reader[T]) fetchEntry(e kv.Entry, err error) bool {
 // Reverse), until the read stops, having its Limit, or a round ends short:
 // the range is done.
 //
+// A read whose every entry yields a record (exact) needs no second round:
+// it asks for what it needs in one scan.
+//
 // Rounds change nothing a read promises: the records with queued changes
 // are collected before the first round, and an entry read in a later round
 // is checked as in the first; a store's own scan already resumes after a
 // key between pages (the memory store's chunks, Azure's continuation
 // tokens), so rounds are no less consistent than one scan.
-func (t *Table[T]) scanRounds(ctx context.Context, rd *reader[T], r kv.ScanRange) iter.Seq2[kv.Entry, error] {
+func (t *Table[T]) scanRounds(ctx context.Context, rd *reader[T], r kv.ScanRange, exact bool) iter.Seq2[kv.Entry, error] {
 	first := rd.firstRound()
-	if first == 0 {
+	switch {
+	case first == 0:
+		return t.store.Scan(ctx, r)
+	case exact:
+		r.Limit = first
 		return t.store.Scan(ctx, r)
 	}
 	s := &rd.rounds
@@ -299,8 +314,9 @@ type reader[T any] struct {
 	counting bool // a Count, which needs no record
 	f        fetcher[T]
 	// The read's table and context, and its loop bodies, bound once; done:
-	// a loop body returned false, and returns false if called again.
-	done          bool
+	// a loop body returned false, and returns false if called again; whole:
+	// directEntry decodes whole records that the codec writes every field of.
+	done, whole   bool
 	t             *Table[T]
 	ctx           context.Context
 	direct, fetch func(kv.Entry, error) bool
