@@ -1,9 +1,9 @@
 package indextable
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/indextable/indextable/kv"
@@ -169,6 +169,9 @@ type batchLog struct {
 }
 
 func (s *batchLog) Apply(ctx context.Context, b *kv.Batch) error {
-	s.last = slices.Clone(b.Ops())
+	s.last = nil // keys and values copied: a table reuses them
+	for _, op := range b.Ops() {
+		s.last = append(s.last, kv.Op{Kind: op.Kind, Key: bytes.Clone(op.Key), Value: bytes.Clone(op.Value)})
+	}
 	return s.MemoryStore.Apply(ctx, b)
 }

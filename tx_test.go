@@ -1,6 +1,7 @@
 package indextable_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +26,18 @@ type batchLog struct {
 }
 
 func (s *batchLog) Apply(ctx context.Context, b *kv.Batch) error {
-	s.batches = append(s.batches, append([]kv.Op(nil), b.Ops()...))
+	s.batches = append(s.batches, cloneOps(b.Ops()))
 	return s.MemoryStore.Apply(ctx, b)
+}
+
+// cloneOps returns a copy of ops and of their keys and values, which a
+// Store may not keep: a table reuses them for its next write.
+func cloneOps(ops []kv.Op) []kv.Op {
+	out := make([]kv.Op, len(ops))
+	for i, op := range ops {
+		out[i] = kv.Op{Kind: op.Kind, Key: bytes.Clone(op.Key), Value: bytes.Clone(op.Value)}
+	}
+	return out
 }
 
 // last returns the last batch applied.
