@@ -121,20 +121,9 @@ func reuseIndexes(keyFunc, partitioned bool) []it.Index[reuseRec] {
 	return ixs
 }
 
-// reuseBounded is a memory store with a small, partitioned atomicity scope,
-// which makes writes fall back to the queue.
-type reuseBounded struct{ *it.MemoryStore }
-
+// reuseScope is a small, partitioned atomicity scope, which makes writes
+// fall back to the queue.
 var reuseScope = kv.Atomicity{Partition: firstBytePartition, MaxOps: 16, MaxBytes: 3 << 10}
-
-func (reuseBounded) Atomicity() kv.Atomicity { return reuseScope }
-
-func (s reuseBounded) Apply(ctx context.Context, b *kv.Batch) error {
-	if err := reuseScope.Allows(b); err != nil {
-		return err
-	}
-	return s.MemoryStore.Apply(ctx, b)
-}
 
 type reuseStore struct {
 	name string
@@ -145,7 +134,7 @@ func reuseStores() []reuseStore {
 	return []reuseStore{
 		{"memory", func(*testing.T) kv.Store { return it.NewMemoryStore() }},
 		{"unstable", func(*testing.T) kv.Store { return struct{ kv.Store }{it.NewMemoryStore()} }},
-		{"bounded", func(*testing.T) kv.Store { return reuseBounded{it.NewMemoryStore()} }},
+		{"bounded", func(*testing.T) kv.Store { return l16store{it.NewMemoryStore(), reuseScope} }},
 		{"sharded", func(t *testing.T) kv.Store {
 			s, err := it.OpenShardedStore(context.Background(), []kv.Store{it.NewMemoryStore(), it.NewMemoryStore(), it.NewMemoryStore()})
 			require.NoError(t, err)
