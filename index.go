@@ -78,6 +78,7 @@ type indexTable struct {
 	eventual    bool
 	intra       bool // IntraPartition: entries in their record's partition
 	fields      []field
+	single      bool // keyed by Fields, none multi-valued: a record has one key at most
 	keyFunc     func(reflect.Value) []Tuple
 	strategy    Strategy
 	proj        projection
@@ -130,6 +131,7 @@ func compileIndex[T any](rt reflect.Type, spec Index[T], t *Table[T]) (*indexTab
 	if spec.MultiValued && spec.Key == nil && !multi {
 		return fail("MultiValued, but no key field is a slice")
 	}
+	ix.single = spec.Key == nil && !multi
 	switch spec.Strategy {
 	case KeysOnly, FullCopy:
 		if len(spec.Projection) > 0 {
@@ -199,18 +201,30 @@ func (ix *indexTable) keys(dst [][]byte, rv reflect.Value, scratch []byte) ([][]
 		}
 		return dst, nil
 	}
+	if ix.single {
+		k := scratch
+		for i := range ix.fields {
+			var ok bool
+			if k, ok = ix.fields[i].appendKey(k, rv, ix.sparse); !ok {
+				return dst, nil
+			}
+		}
+		return append(dst, k), nil
+	}
 	// The cartesian product of the fields' values, built field by field.
 	dst = append(dst, scratch)
 	for i := range ix.fields {
 		f := &ix.fields[i]
-		fv := f.get(rv)
+		var fv reflect.Value
+		if f.multi {
+			fv = f.get(rv)
+		}
 		end := len(dst)
 		for j := start; j < end; j++ {
 			if !f.multi {
-				if !fv.IsValid() || (ix.sparse && fv.IsZero()) {
-					continue
+				if k, ok := f.appendKey(dst[j], rv, ix.sparse); ok {
+					dst = append(dst, k)
 				}
-				dst = append(dst, tuple.AppendValue(dst[j], fv))
 				continue
 			}
 			if !fv.IsValid() {

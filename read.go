@@ -360,12 +360,8 @@ func (rd *reader[T]) fail(err error) {
 func (rd *reader[T]) matches() bool {
 	rv := reflect.ValueOf(&rd.rec).Elem()
 	for _, c := range rd.plan.where {
-		fv := c.f.get(rv)
-		if !fv.IsValid() {
-			return false
-		}
-		rd.whereBuf = tuple.AppendValue(rd.whereBuf[:0], fv)
-		if !bytes.Equal(rd.whereBuf, c.want) {
+		var ok bool
+		if rd.whereBuf, ok = c.f.appendKey(rd.whereBuf[:0], rv, false); !ok || !bytes.Equal(rd.whereBuf, c.want) {
 			return false
 		}
 	}

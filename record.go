@@ -5,6 +5,8 @@ import (
 	"math"
 	"reflect"
 	"time"
+
+	"github.com/indextable/indextable/internal/tuple"
 )
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -66,6 +68,18 @@ func lookupProjected(rt reflect.Type, name string) (field, error) {
 		return field{}, fmt.Errorf("%w: projection names %q, which %s has no exported field of", ErrInvalidSchema, name, rt)
 	}
 	return field{name: name, index: sf.Index, typ: sf.Type}, nil
+}
+
+// appendKey appends the tuple element of the single-valued field f of the
+// struct value rv to dst. It reports false, appending nothing, when the
+// field is unreachable (behind a nil embedded pointer), or when it is zero
+// and sparse is set: the record has no key with it.
+func (f *field) appendKey(dst []byte, rv reflect.Value, sparse bool) ([]byte, bool) {
+	fv := f.get(rv)
+	if !fv.IsValid() || sparse && fv.IsZero() {
+		return dst, false
+	}
+	return tuple.AppendValue(dst, fv), true
 }
 
 // get returns the field of the struct value rv. Embedded pointers that are

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/indextable/indextable/internal/tuple"
 	"github.com/indextable/indextable/kv"
 )
 
@@ -245,11 +244,10 @@ func (t *Table[T]) encodeRecord(w *writeBuffers[T], a *arena, kept bool, rec T) 
 func (t *Table[T]) factKey(dst []byte, rv reflect.Value) ([]byte, error) {
 	key := append(dst, t.factSpace...)
 	for i := range t.pk {
-		fv := t.pk[i].get(rv)
-		if !fv.IsValid() {
+		var ok bool
+		if key, ok = t.pk[i].appendKey(key, rv, false); !ok {
 			return key, fmt.Errorf("%w: primary key field %q is unreachable (nil embedded pointer)", ErrInvalidKey, t.pk[i].name)
 		}
-		key = tuple.AppendValue(key, fv)
 	}
 	return key, nil
 }
