@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/indextable/indextable/internal/tuple"
@@ -167,7 +168,7 @@ func queryComponent(f *field, v any) (w any, converted bool, err error) {
 		vt = vt.Elem()
 	}
 	if vt.Kind() == reflect.Slice && vt.Elem().Kind() != reflect.Uint8 {
-		return nil, false, fmt.Errorf("%w: field %q takes one key component, not %T", ErrUnsupportedType, f.name, v)
+		return nil, false, fmt.Errorf("%w: field %q takes one key component, not %v", ErrUnsupportedType, f.name, rv.Type())
 	}
 	t := f.typ
 	if f.multi {
@@ -181,7 +182,7 @@ func queryComponent(f *field, v any) (w any, converted bool, err error) {
 		return v, false, nil
 	}
 	if !isNumber(want) || !isNumber(got) {
-		return nil, false, fmt.Errorf("field %q holds %s values, not %T", f.name, want, v)
+		return nil, false, fmt.Errorf("field %q holds %s values, not %v", f.name, want, rv.Type())
 	}
 	if rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
@@ -231,14 +232,29 @@ func exactNumber(rv reflect.Value, k reflect.Kind) (any, error) {
 	}
 	if k == reflect.Float32 {
 		if math.Abs(f) > math.MaxFloat32 && !math.IsInf(f, 0) {
-			return nil, fmt.Errorf("%v is out of the range of float32", rv)
+			return nil, fmt.Errorf("%s is out of the range of float32", numberText(rv))
 		}
 		r := float64(float32(f))
 		exact = exact && (r == f || rv.CanFloat())
 		f = r
 	}
 	if !exact {
-		return nil, fmt.Errorf("%v is not exactly a %v", rv, k)
+		return nil, fmt.Errorf("%s is not exactly a %v", numberText(rv), k)
 	}
 	return f, nil
+}
+
+// numberText returns the number rv holds as fmt's %v prints it. Errors
+// hold it, not rv: an error that kept rv would make every caller's value
+// escape to the heap.
+func numberText(rv reflect.Value) string {
+	switch {
+	case rv.CanInt():
+		return strconv.FormatInt(rv.Int(), 10)
+	case rv.CanUint():
+		return strconv.FormatUint(rv.Uint(), 10)
+	case rv.Kind() == reflect.Float32:
+		return strconv.FormatFloat(rv.Float(), 'g', -1, 32)
+	}
+	return strconv.FormatFloat(rv.Float(), 'g', -1, 64)
 }

@@ -364,7 +364,7 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 	value, err := t.store.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, Tuple(pk))
+			err = fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, t.keyForError(key))
 		}
 		return zero, 0, err
 	}
@@ -373,10 +373,16 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 		err = t.decodeStored(payload, &g.rec)
 	}
 	if err != nil {
-		return zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, Tuple(pk), err)
+		return zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, t.keyForError(key), err)
 	}
 	return g.rec, v, nil
 }
+
+// keyForError returns the primary key of the fact key key, for an error.
+// Errors name it decoded from the key rather than by the caller's values,
+// which they would keep: a caller's values that an error may keep escape to
+// the heap, and each Get would allocate them.
+func (t *Table[T]) keyForError(key []byte) any { return decodeForError(key[len(t.factSpace):]) }
 
 // getScratch is the memory of one Get, kept in the table's pool: the
 // record's key, and the record decoded into. A Get of a reader would clear

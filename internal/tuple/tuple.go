@@ -55,7 +55,7 @@ func Append(dst []byte, elems ...any) ([]byte, error) {
 	for i, v := range elems {
 		var ok bool
 		if dst, ok = appendAny(dst, v); !ok {
-			return dst[:n], fmt.Errorf("%w: element %d has type %T", ErrUnsupportedType, i, v)
+			return dst[:n], fmt.Errorf("%w: element %d has type %v", ErrUnsupportedType, i, reflect.TypeOf(v))
 		}
 	}
 	return dst, nil
@@ -71,7 +71,9 @@ func AppendElement(dst []byte, v any) ([]byte, error) {
 	if out, ok := appendAny(dst, v); ok {
 		return out, nil
 	}
-	return dst, fmt.Errorf("%w: %T", ErrUnsupportedType, v)
+	// The type, not v: an error that kept v would make every caller's
+	// value escape to the heap.
+	return dst, fmt.Errorf("%w: %v", ErrUnsupportedType, reflect.TypeOf(v))
 }
 
 func appendAny(dst []byte, v any) ([]byte, bool) {
@@ -111,11 +113,44 @@ func appendAny(dst []byte, v any) ([]byte, bool) {
 	case time.Time:
 		return appendTime(dst, v), true
 	}
-	c, ok := canonical(v)
-	if !ok {
-		return dst, false
+	return appendReflected(dst, v)
+}
+
+// appendReflected is appendAny for a value of a type its type switch does
+// not name (a named type, or a pointer): by its kind, through reflect. It
+// keeps nothing of v, unlike canonical, so that the values a caller
+// encodes need not escape to the heap.
+func appendReflected(dst []byte, v any) ([]byte, bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		switch {
+		case rv.IsNil():
+			if _, ok := canonicalValue(reflect.Zero(rv.Type().Elem())); !ok {
+				return dst, false
+			}
+			return appendNil(dst), true
+		case rv.Type().Elem() == timeType:
+			return appendTime(dst, *(*time.Time)(rv.UnsafePointer())), true
+		}
+		rv = rv.Elem()
 	}
-	return appendAny(dst, c)
+	switch rv.Kind() {
+	case reflect.String:
+		return AppendString(dst, rv.String()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return AppendInt(dst, rv.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return appendUint(dst, rv.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return appendFloat(dst, rv.Float()), true
+	case reflect.Bool:
+		return appendBool(dst, rv.Bool()), true
+	case reflect.Slice:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return appendBytes(dst, rv.Bytes()), true
+		}
+	}
+	return dst, false
 }
 
 // canonical converts a value of a supported type to the type decoding
