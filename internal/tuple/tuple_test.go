@@ -664,3 +664,36 @@ func TestAppendElementKeepsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendReflectedIsCanonical: appendReflected encodes a value of a
+// named type, or a pointer, as its canonical form encodes (the canonical
+// function is the reference), and refuses what canonical refuses.
+func TestAppendReflectedIsCanonical(t *testing.T) {
+	type (
+		tupInt8  int8
+		tupU64   uint64
+		tupF64   float64
+		tupBytes []uint8
+		tupTime  time.Time
+	)
+	s, i, u, f, b := tupTown("a\x00b"), tupID(math.MinInt64), tupU64(math.MaxUint64), tupF64(math.Inf(-1)), tupFlag(false)
+	when := time.Unix(-5, 7).UTC()
+	values := []any{
+		s, &s, i, &i, tupInt8(-3), u, &u, tupSmall(7), f, &f, tupRatio(0.1), b, &b,
+		tupRaw(nil), tupRaw("x\x00"), tupBytes("y"), &when, tupTime(when), &[]byte{1},
+		(*tupTown)(nil), (*tupID)(nil), (*time.Time)(nil), (*tupTime)(nil), (*[]string)(nil),
+		[]string{"a"}, struct{}{}, &struct{}{}, uintptr(1), complex64(1),
+	}
+	for _, v := range values {
+		c, wantOK := canonical(v)
+		got, ok := appendReflected([]byte("p"), v)
+		require.Equal(t, wantOK, ok, "%T", v)
+		if !ok {
+			assert.Equal(t, []byte("p"), got, "%T: nothing appended", v)
+			continue
+		}
+		want, ok := appendAny([]byte("p"), c)
+		require.True(t, ok, "%T", v)
+		assert.Equal(t, want, got, "%T", v)
+	}
+}
