@@ -370,7 +370,9 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 	}
 	v, payload, err := decodeFact(value)
 	if err == nil {
-		err = t.decodeStored(payload, &g.rec)
+		// In place on any store: a value Get returns is the caller's to
+		// keep (kv.Store), so the record's strings may share it.
+		err = t.decodeInto(payload, reflect.ValueOf(&g.rec), true)
 	}
 	if err != nil {
 		return zero, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, t.keyForError(key), err)

@@ -96,6 +96,7 @@ var suite = []struct {
 	{"NilContext", testNilContext},
 	{"Closed", testClosed},
 	{"NoAliasing", testNoAliasing},
+	{"KeptValues", testKeptValues},
 	{"Atomicity", testAtomicity},
 }
 
@@ -1030,6 +1031,30 @@ func testNoAliasing(t *testing.T, s kv.Store) {
 	requireValue(t, s, bs("key"), "value")
 	requireAbsent(t, s, key)
 	require.Equal(t, []pair{{"key", "value"}}, scan(t, s, kv.ScanRange{}))
+}
+
+// testKeptValues: a value that Get or GetMany returned stays as it was
+// while the store goes on, as Store says (the caller may keep it): through
+// writes of its key and of others, and through more reads. Tables decode a
+// Get's record in place, sharing that memory.
+func testKeptValues(t *testing.T, s kv.Store) {
+	a, b := bs("kept-a"), bs("kept-b")
+	put(t, s, a, bs("value-a1"))
+	put(t, s, b, bs("value-b1"))
+	got := get(t, s, a)
+	many, err := s.GetMany(bg, [][]byte{a, b}, nil)
+	require.NoError(t, err)
+	for i := range 4 {
+		put(t, s, a, fmt.Appendf(nil, "VALUE-A%d", i+2)) // as long as the first
+		put(t, s, b, fmt.Appendf(nil, "VALUE-B%d", i+2))
+		get(t, s, a)
+		_, err := s.GetMany(bg, [][]byte{b, a}, nil)
+		require.NoError(t, err)
+	}
+	del(t, s, a)
+	get(t, s, b)
+	require.Equal(t, "value-a1", string(got), "a value Get returned")
+	require.Equal(t, []string{"value-a1", "value-b1"}, []string{string(many[0]), string(many[1])}, "values GetMany returned")
 }
 
 // testWritesBound checks the MaxWrites of scope a: a batch of one write
