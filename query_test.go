@@ -1450,3 +1450,33 @@ func TestFloat32BoundsNeverBecomeInfinite(t *testing.T) {
 		require.LessOrEqual(t, n, c.max, "%s: a finite bound selected an infinite value", c.name)
 	}
 }
+
+// TestQueryNumberErrorsNameTheValue: a query number that the field's type
+// cannot hold exactly is named in the error by its digits, and by its type
+// when that is a named one.
+func TestQueryNumberErrorsNameTheValue(t *testing.T) {
+	ctx := context.Background()
+	type rec struct {
+		ID int
+		F  float32
+	}
+	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[rec]{SchemaLease: testLease, Name: "r", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
+		Indexes: []it.Index[rec]{{Name: "f", Fields: []string{"F"}}}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		value any
+		want  string
+	}{
+		{16777217, "16777217 is not exactly a float32"},
+		{time.Duration(16777217), "time.Duration 16777217 is not exactly a float32"},
+		{1e300, "1e+300 is out of the range of float32"},
+	} {
+		n := 0
+		for _, err := range tbl.Find(ctx, it.Query{Index: "f", Eq: it.Tuple{tc.value}}) {
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			n++
+		}
+		assert.Equal(t, 1, n, "%v", tc.value)
+	}
+}

@@ -244,17 +244,24 @@ func exactNumber(rv reflect.Value, k reflect.Kind) (any, error) {
 	return f, nil
 }
 
-// numberText returns the number rv holds as fmt's %v prints it. Errors
-// hold it, not rv: an error that kept rv would make every caller's value
-// escape to the heap.
+// numberText returns the number rv holds, in decimal, after its type
+// when that is not a predeclared one (a time.Duration is "time.Duration
+// 16777217", not "16.777217ms"). Errors hold it, not rv: one that kept rv
+// would make every caller's value escape to the heap.
 func numberText(rv reflect.Value) string {
+	var s string
 	switch {
 	case rv.CanInt():
-		return strconv.FormatInt(rv.Int(), 10)
+		s = strconv.FormatInt(rv.Int(), 10)
 	case rv.CanUint():
-		return strconv.FormatUint(rv.Uint(), 10)
+		s = strconv.FormatUint(rv.Uint(), 10)
 	case rv.Kind() == reflect.Float32:
-		return strconv.FormatFloat(rv.Float(), 'g', -1, 32)
+		s = strconv.FormatFloat(rv.Float(), 'g', -1, 32)
+	default:
+		s = strconv.FormatFloat(rv.Float(), 'g', -1, 64)
 	}
-	return strconv.FormatFloat(rv.Float(), 'g', -1, 64)
+	if t := rv.Type(); t.PkgPath() != "" {
+		return t.String() + " " + s
+	}
+	return s
 }
