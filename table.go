@@ -381,9 +381,11 @@ func (t *Table[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, err
 }
 
 // keyForError returns the primary key of the fact key key, for an error.
-// Errors name it decoded from the key rather than by the caller's values,
-// which they would keep: a caller's values that an error may keep escape to
-// the heap, and each Get would allocate them.
+// Errors name it decoded from the key, as stored (a time in UTC, a float32
+// widened to float64), rather than by the caller's values, which they
+// would keep: a caller's values that an error may keep escape to the heap,
+// and each Get would allocate them. Copying them through reflect for the
+// error keeps them just the same, to escape analysis.
 func (t *Table[T]) keyForError(key []byte) any { return decodeForError(key[len(t.factSpace):]) }
 
 // getScratch is the memory of one Get, kept in the table's pool: the

@@ -3,6 +3,7 @@ package pebblestore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -674,5 +676,184 @@ func TestMemTableSize(t *testing.T) {
 			}
 			require.Equal(t, tc.flushed, s.DB().Metrics().Flush.Count > 0)
 		})
+	}
+}
+
+// keptRec is a record whose every generation has strings of the same
+// lengths, so that a value overwritten in place would show.
+type keptRec struct {
+	ID   string
+	Name string
+	Town string
+	Tags []string
+	Data []byte
+	N    int
+}
+
+func keptRecRec(id, gen int) keptRec {
+	// Every generation has strings of the same lengths, so that a value
+	// overwritten in place would show.
+	return keptRec{
+		ID:   fmt.Sprintf("id%03d", id),
+		Name: fmt.Sprintf("name-%03d-%06d", id, gen),
+		Town: fmt.Sprintf("town-%02d-%06d", id%7, gen),
+		Tags: []string{fmt.Sprintf("tag-%06d", gen), fmt.Sprintf("t%03d", id)},
+		Data: []byte(fmt.Sprintf("data-%06d", gen)),
+		N:    gen,
+	}
+}
+
+func keptCopy(r keptRec) keptRec {
+	c := r
+	c.ID = strings.Clone(r.ID)
+	c.Name = strings.Clone(r.Name)
+	c.Town = strings.Clone(r.Town)
+	c.Tags = nil
+	for _, s := range r.Tags {
+		c.Tags = append(c.Tags, strings.Clone(s))
+	}
+	c.Data = bytes.Clone(r.Data)
+	return c
+}
+
+// TestGetRecordsStayPut: records that Get, a transaction's Get and Find
+// returned stay as they were while writers upsert, delete and transact on
+// the same records: a table decodes a Get's record in place, sharing the
+// value the store returned (kv.Store lets a caller keep it), on Pebble as
+// on the memory store. Run under -race in CI.
+func TestGetRecordsStayPut(t *testing.T) {
+	ctx := context.Background()
+	stores := map[string]func(t *testing.T) kv.Store{
+		"memory": func(t *testing.T) kv.Store { return indextable.NewMemoryStore() },
+		"pebble": func(t *testing.T) kv.Store {
+			s, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"sharded-pebble": func(t *testing.T) kv.Store {
+			var shards []kv.Store
+			for range 2 {
+				s, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
+				require.NoError(t, err)
+				shards = append(shards, s)
+			}
+			s, err := indextable.OpenShardedStore(ctx, shards)
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	for name, open := range stores {
+		for _, codec := range []indextable.Codec{&indextable.BinaryCodec{}, indextable.JSONCodec{}} {
+			t.Run(fmt.Sprintf("%s/%T", name, codec), func(t *testing.T) {
+				store := open(t)
+				tbl, err := indextable.Open(ctx, store, indextable.Schema[keptRec]{SchemaLease: 20 * time.Millisecond, Name: "kept", PrimaryKey: []string{"ID"}, Codec: codec,
+					Indexes: []indextable.Index[keptRec]{
+						{Name: "town", Fields: []string{"Town"}, Strategy: indextable.KeysOnly},
+						{Name: "name", Fields: []string{"Name"}, Unique: !strings.HasPrefix(name, "sharded"), Strategy: indextable.FullCopy},
+						{Name: "tags", Fields: []string{"Tags"}, MultiValued: true, Strategy: indextable.Partial, Projection: []string{"Name"}},
+					}})
+				require.NoError(t, err)
+				const n = 24
+				for i := range n {
+					_, err := tbl.Insert(ctx, keptRecRec(i, 0))
+					require.NoError(t, err)
+				}
+				type kept struct{ got, want keptRec }
+				var (
+					mu   sync.Mutex
+					all  []kept
+					gen  atomic.Int64
+					wg   sync.WaitGroup
+					stop atomic.Bool
+				)
+				rounds := 600
+				if testing.Short() {
+					rounds = 40
+				}
+				keep := func(r keptRec) {
+					mu.Lock()
+					all = append(all, kept{r, keptCopy(r)})
+					mu.Unlock()
+				}
+				for w := range 3 { // readers
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := 0; !stop.Load(); i++ {
+							id := fmt.Sprintf("id%03d", (i*7+w)%n)
+							r, _, err := tbl.GetVersioned(ctx, id)
+							if err == nil {
+								keep(r)
+							} else if !errors.Is(err, indextable.ErrNotFound) {
+								t.Error(err)
+								return
+							}
+							if i%5 == 0 {
+								for r, err := range tbl.Find(ctx, indextable.Query{Index: "town", Eq: indextable.Tuple{r.Town}}) {
+									if err == nil {
+										keep(r)
+									}
+								}
+							}
+							if i%7 == 0 {
+								_ = indextable.Transact(ctx, store, func(tx *indextable.Tx) error {
+									r, err := tbl.In(tx).Get(ctx, id)
+									if err == nil {
+										keep(r)
+									}
+									return nil
+								})
+							}
+						}
+					}()
+				}
+				for w := range 2 { // writers
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := range rounds {
+							id := (i*5 + w) % n
+							g := int(gen.Add(1))
+							switch i % 4 {
+							case 0, 1:
+								if _, err := tbl.Upsert(ctx, keptRecRec(id, g)); err != nil && !errors.Is(err, indextable.ErrConflict) {
+									t.Error(err)
+								}
+							case 2:
+								if err := tbl.Delete(ctx, fmt.Sprintf("id%03d", id)); err != nil && !errors.Is(err, indextable.ErrNotFound) {
+									t.Error(err)
+								}
+							case 3:
+								err := indextable.Transact(ctx, store, func(tx *indextable.Tx) error {
+									_, err := tbl.In(tx).Upsert(ctx, keptRecRec(id, g))
+									return err
+								})
+								if err != nil && !errors.Is(err, indextable.ErrConflict) {
+									t.Error(err)
+								}
+							}
+						}
+					}()
+				}
+				// stop the readers once the writers are done
+				done := make(chan struct{})
+				go func() {
+					for gen.Load() < int64(2*rounds) {
+						time.Sleep(time.Millisecond)
+					}
+					stop.Store(true)
+					close(done)
+				}()
+				<-done
+				wg.Wait()
+				require.NotEmpty(t, all)
+				for _, k := range all {
+					require.Equal(t, k.want, k.got, "a record read earlier changed")
+				}
+				t.Logf("%d records kept", len(all))
+			})
+		}
 	}
 }
