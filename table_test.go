@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -313,7 +314,8 @@ func TestGetAllocatesNothing(t *testing.T) {
 		t.Skip("sync.Pool drops what it holds under the race detector")
 	}
 	ctx := context.Background()
-	tbl, err := it.Open(ctx, it.NewMemoryStore(), it.Schema[Customer]{
+	store := it.NewMemoryStore()
+	tbl, err := it.Open(ctx, store, it.Schema[Customer]{
 		SchemaLease: testLease, Name: "c", PrimaryKey: []string{"ID"}, Codec: &it.BinaryCodec{},
 		Indexes: []it.Index[Customer]{{Name: "town", Fields: []string{"Town", "LastName"}}},
 	})
@@ -337,4 +339,28 @@ func TestGetAllocatesNothing(t *testing.T) {
 	_, err = tbl.Get(ctx, "nobody")
 	require.ErrorIs(t, err, it.ErrNotFound)
 	assert.Contains(t, err.Error(), `primary key ("nobody")`)
+	var txErr error
+	require.NoError(t, it.Transact(ctx, store, func(tx *it.Tx) error {
+		_, txErr = tbl.In(tx).Get(ctx, "nobody")
+		return nil
+	}))
+	require.ErrorIs(t, txErr, it.ErrNotFound)
+	assert.Equal(t, err.Error(), txErr.Error(), "Table.Get and TableTx.Get name a missing key alike")
+
+	// A key as stored: a time in UTC, a float32 widened, by both.
+	type timed struct {
+		At time.Time
+		F  float32
+	}
+	tt, err := it.Open(ctx, store, it.Schema[timed]{SchemaLease: testLease, Name: "t", PrimaryKey: []string{"At", "F"}, Codec: &it.BinaryCodec{}})
+	require.NoError(t, err)
+	at := time.Date(2024, 3, 4, 5, 6, 7, 0, time.FixedZone("x", 3600))
+	_, err = tt.Get(ctx, at, float32(0.5))
+	require.ErrorIs(t, err, it.ErrNotFound)
+	assert.Contains(t, err.Error(), "primary key (2024-03-04T04:06:07Z, 0.5)")
+	require.NoError(t, it.Transact(ctx, store, func(tx *it.Tx) error {
+		_, txErr = tt.In(tx).Get(ctx, at, float32(0.5))
+		return nil
+	}))
+	assert.Equal(t, err.Error(), txErr.Error(), "Table.Get and TableTx.Get name a missing key alike")
 }

@@ -223,7 +223,7 @@ func (tt TableTx[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, e
 	payload, v, ok, err := r.current()
 	switch {
 	case err == nil && !ok:
-		return rec, 0, fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, Tuple(pk))
+		return rec, 0, fmt.Errorf("%w: table %q, primary key %v", ErrNotFound, t.name, t.keyForError(key))
 	case err == nil && r.written:
 		// The transaction's own encoding, whose memory a later
 		// transaction reuses (see arena): the record must not share it.
@@ -232,7 +232,7 @@ func (tt TableTx[T]) GetVersioned(ctx context.Context, pk ...any) (T, Version, e
 		err = t.decodeStored(payload, &rec)
 	}
 	if err != nil {
-		return rec, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, Tuple(pk), err)
+		return rec, 0, fmt.Errorf("table %q: decode record %v: %w", t.name, t.keyForError(key), err)
 	}
 	return rec, v, nil
 }

@@ -53,9 +53,11 @@
 // # Memory
 //
 // A store copies the keys and values it keeps, and the caller of Get,
-// GetMany and Scan must not modify what they return. A store that never
-// modifies or reuses that memory either implements StableStore, and
-// tables then keep it instead of copying it.
+// GetMany and Scan must not modify what they return. The caller may keep
+// what Get returns, and a table's Get decodes a record that shares it. A
+// store that never modifies or reuses what GetMany and Scan return either
+// implements StableStore, and tables then keep that too instead of
+// copying it.
 //
 // # Keys
 //

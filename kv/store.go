@@ -64,8 +64,9 @@ type Store interface {
 // StableStore is implemented by a Store whose returned memory is never
 // modified or reused: every value of Get and GetMany and every Key and Value
 // that Scan yields may be kept for good. Tables then decode records whose
-// strings share that memory instead of copying it. indextable.MemoryStore
-// is one.
+// strings share that memory instead of copying it, as they do on every
+// store for what Get returns, which Store lets a caller keep.
+// indextable.MemoryStore is one.
 //
 // A type that embeds a StableStore inherits StableValues: if it overrides
 // Get, GetMany or Scan to return memory of its own, it must override
